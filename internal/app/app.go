@@ -1,0 +1,139 @@
+// Package app wires Leadpipe's parts together from a Config: database,
+// Redis, services, HTTP routes, Asynq handlers and periodic tasks. Both
+// cmd/server and cmd/worker build on it.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"leadpipe/internal/config"
+	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/secretbox"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/web"
+)
+
+// App holds every long-lived dependency.
+type App struct {
+	Cfg   *config.Config
+	Log   *slog.Logger
+	DB    *sqlx.DB
+	Box   *secretbox.Box
+	Redis asynq.RedisClientOpt
+	RDB   *redis.Client
+	Queue *asynq.Client
+	Jobs  *jobs.Registry
+
+	Tenants *tenants.Service
+	Sources *sources.Service
+	Web     *web.Server
+
+	closers  []func()
+	flushers []func(context.Context)
+}
+
+// NewLogger builds the process logger from the configuration.
+func NewLogger(cfg *config.Config, w *os.File) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Open connects to MySQL (creating the database if needed), applies
+// migrations, connects Redis and builds every service.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+	a := &App{Cfg: cfg, Log: log, Jobs: &jobs.Registry{}}
+	box, err := secretbox.New(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	a.Box = box
+	a.DB, err = db.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { a.DB.Close() })
+	if err := db.Migrate(ctx, a.DB, log); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Redis = asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}
+	a.RDB = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	a.Queue = asynq.NewClient(a.Redis)
+	a.closers = append(a.closers, func() { a.Queue.Close(); a.RDB.Close() })
+
+	a.Tenants = tenants.NewService(a.DB)
+	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)
+	a.Web = &web.Server{Log: log, Cfg: cfg, DB: a.DB, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready}
+	if err := a.wire(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// ready names what is down, for /readyz.
+func (a *App) ready(ctx context.Context) map[string]string {
+	down := map[string]string{}
+	if err := a.DB.PingContext(ctx); err != nil {
+		down["mysql"] = "unreachable"
+	}
+	if err := a.RDB.Ping(ctx).Err(); err != nil {
+		down["redis"] = "unreachable"
+	}
+	return down
+}
+
+// Handler is the HTTP handler of the whole product.
+func (a *App) Handler() http.Handler { return a.Web.Routes() }
+
+// RunWorker runs the Asynq server and the (leader-elected) scheduler until
+// ctx ends.
+func (a *App) RunWorker(ctx context.Context, concurrency int) error {
+	srv := jobs.NewServer(a.Redis, a.Log, concurrency)
+	if err := srv.Start(a.Jobs.Mux()); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	host, _ := os.Hostname()
+	sched := &jobs.Scheduler{Client: a.Queue, Redis: a.RDB, Log: a.Log.With("component", "scheduler"),
+		Periodics: a.Jobs.Periodics(), ID: fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()),
+		LeaseKey: "leadpipe:scheduler:leader"}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sched.Run(ctx) }()
+	<-ctx.Done()
+	srv.Shutdown()
+	<-done
+	return nil
+}
+
+// Close releases connections.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// Shutdown flushes buffered work (counters) before Close.
+func (a *App) Shutdown(ctx context.Context) {
+	for _, f := range a.flushers {
+		f(ctx)
+	}
+}

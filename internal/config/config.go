@@ -1,0 +1,221 @@
+// Package config reads Leadpipe's configuration from the environment only.
+// Every variable is declared once in the table below; each bad value fails
+// start with a message naming the variable.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DevSecretKey is used when LEADPIPE_SECRET_KEY is unset. Never in production:
+// the server logs a loud warning.
+const DevSecretKey = "bGVhZHBpcGUtZGV2LWtleS1kby1ub3QtdXNlLXByb2Q="
+
+// Config is the validated configuration.
+type Config struct {
+	Addr                string
+	MySQLDSN            string
+	RedisAddr           string
+	RedisPassword       string
+	RedisDB             int
+	BaseURL             string
+	AdminToken          string // empty: admin API off
+	SecretKey           []byte // 32 bytes
+	SecretKeyIsDev      bool
+	Worker              string // "inprocess" | "off"
+	AllowPrivateTargets bool
+	IdempotencyTTL      time.Duration
+	LogLevel            string
+	LogFormat           string // "text" | "json"
+	ShutdownTimeout     time.Duration
+	SweepAfter          time.Duration
+	TrustProxyHeaders   bool
+}
+
+// Var describes one environment variable for the README and errors.
+type Var struct {
+	Name, Default, Help string
+	Secret              bool // also readable from NAME_FILE
+	parse               func(c *Config, v string) error
+}
+
+// Vars is the single table of configuration variables.
+var Vars = []Var{
+	{Name: "LEADPIPE_ADDR", Default: ":8080", Help: "HTTP listen address", parse: func(c *Config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port, e.g. :8080")
+		}
+		c.Addr = v
+		return nil
+	}},
+	{Name: "LEADPIPE_MYSQL_DSN", Default: "root@tcp(127.0.0.1:3306)/leadpipe?parseTime=true&loc=UTC", Help: "MySQL/MariaDB DSN (go-sql-driver format); the database is created if missing", Secret: true, parse: func(c *Config, v string) error {
+		cfg, err := mysql.ParseDSN(v)
+		if err != nil {
+			return fmt.Errorf("not a valid DSN: %v", err)
+		}
+		if cfg.DBName == "" {
+			return fmt.Errorf("names no database")
+		}
+		c.MySQLDSN = v
+		return nil
+	}},
+	{Name: "LEADPIPE_REDIS_ADDR", Default: "127.0.0.1:6379", Help: "Redis address for Asynq", parse: func(c *Config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port")
+		}
+		c.RedisAddr = v
+		return nil
+	}},
+	{Name: "LEADPIPE_REDIS_PASSWORD", Default: "", Help: "Redis password", Secret: true, parse: func(c *Config, v string) error {
+		c.RedisPassword = v
+		return nil
+	}},
+	{Name: "LEADPIPE_REDIS_DB", Default: "0", Help: "Redis database number (0-15)", parse: func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 15 {
+			return fmt.Errorf("want an integer 0-15")
+		}
+		c.RedisDB = n
+		return nil
+	}},
+	{Name: "LEADPIPE_BASE_URL", Default: "http://localhost:8080", Help: "public URL, used in shown webhook URLs", parse: func(c *Config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("want an absolute http(s) URL")
+		}
+		c.BaseURL = strings.TrimRight(v, "/")
+		return nil
+	}},
+	{Name: "LEADPIPE_ADMIN_TOKEN", Default: "", Help: "bearer token of the platform operator (unset: admin API off)", Secret: true, parse: func(c *Config, v string) error {
+		if v != "" && len(v) < 16 {
+			return fmt.Errorf("too short: use at least 16 characters")
+		}
+		c.AdminToken = v
+		return nil
+	}},
+	{Name: "LEADPIPE_SECRET_KEY", Default: "", Help: "32 bytes, base64: encrypts stored secrets, signs sessions (unset: insecure dev key)", Secret: true, parse: func(c *Config, v string) error {
+		if v == "" {
+			v = DevSecretKey
+			c.SecretKeyIsDev = true
+		}
+		k, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			k, err = base64.RawStdEncoding.DecodeString(v)
+		}
+		if err != nil || len(k) != 32 {
+			return fmt.Errorf("want 32 bytes in base64 (e.g. `openssl rand -base64 32`)")
+		}
+		c.SecretKey = k
+		return nil
+	}},
+	{Name: "LEADPIPE_WORKER", Default: "inprocess", Help: "inprocess: the server also runs the worker and scheduler; off: run cmd/worker separately", parse: func(c *Config, v string) error {
+		if v != "inprocess" && v != "off" {
+			return fmt.Errorf("want inprocess or off")
+		}
+		c.Worker = v
+		return nil
+	}},
+	{Name: "LEADPIPE_ALLOW_PRIVATE_TARGETS", Default: "false", Help: "let outbound calls reach loopback/private addresses (local testing only)", parse: func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		c.AllowPrivateTargets = b
+		return nil
+	}},
+	{Name: "LEADPIPE_IDEMPOTENCY_TTL", Default: "24h", Help: "how long Idempotency-Key outcomes are kept", parse: durationVar(func(c *Config, d time.Duration) { c.IdempotencyTTL = d })},
+	{Name: "LEADPIPE_SWEEP_AFTER", Default: "5s", Help: "a delivery unprocessed this long is re-enqueued by the sweeper", parse: durationVar(func(c *Config, d time.Duration) { c.SweepAfter = d })},
+	{Name: "LEADPIPE_SHUTDOWN_TIMEOUT", Default: "20s", Help: "graceful shutdown limit", parse: durationVar(func(c *Config, d time.Duration) { c.ShutdownTimeout = d })},
+	{Name: "LEADPIPE_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", parse: func(c *Config, v string) error {
+		switch v {
+		case "debug", "info", "warn", "error":
+			c.LogLevel = v
+			return nil
+		}
+		return fmt.Errorf("want debug, info, warn or error")
+	}},
+	{Name: "LEADPIPE_LOG_FORMAT", Default: "text", Help: "text or json", parse: func(c *Config, v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json")
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		c.TrustProxyHeaders = b
+		return nil
+	}},
+}
+
+func durationVar(set func(*Config, time.Duration)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration like 24h or 90s")
+		}
+		set(c, d)
+		return nil
+	}
+}
+
+// Load reads the configuration through getenv. All problems are reported
+// together, one line per variable.
+func Load(getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	var errs []error
+	for _, v := range Vars {
+		val, err := lookup(v, getenv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := v.parse(c, val); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %v", v.Name, redact(v, val), err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration:\n  %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func lookup(v Var, getenv func(string) string) (string, error) {
+	val := getenv(v.Name)
+	if v.Secret {
+		if f := getenv(v.Name + "_FILE"); f != "" {
+			if val != "" {
+				return "", fmt.Errorf("%s and %s_FILE are both set: use one", v.Name, v.Name)
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return "", fmt.Errorf("%s_FILE: %v", v.Name, err)
+			}
+			val = strings.TrimSpace(string(b))
+		}
+	}
+	if val == "" {
+		val = v.Default
+	}
+	return val, nil
+}
+
+func redact(v Var, val string) string {
+	if v.Secret && val != "" {
+		return "(redacted)"
+	}
+	return val
+}

@@ -1,0 +1,71 @@
+package db
+
+import (
+	"database/sql"
+	"errors"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
+
+	"leadpipe/internal/apperr"
+)
+
+// MySQL error numbers Leadpipe acts on.
+const (
+	ErDupEntry        = 1062
+	ErLockDeadlock    = 1213
+	ErLockWaitTimeout = 1205
+	ErDataTooLong     = 1406
+)
+
+// IsDuplicate reports a unique-key violation.
+func IsDuplicate(err error) bool { return errNumber(err) == ErDupEntry }
+
+func errNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// IsUnavailable reports errors meaning the database cannot be reached, so
+// callers answer 503 with Retry-After rather than 500.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	switch errNumber(err) {
+	case 1040, 1053, 2002, 2003, 2006, 2013: // too many connections, shutdown, can't connect, gone away, lost
+		return true
+	}
+	return false
+}
+
+// MapErr translates no-rows and duplicate-key errors into domain errors
+// with the given client-safe messages; other errors pass through, with an
+// unreachable database becoming Unavailable.
+func MapErr(err error, notFound, duplicate string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return apperr.New(apperr.NotFound, "%s", notFound)
+	case IsDuplicate(err):
+		return apperr.Wrap(apperr.Conflict, err, "%s", duplicate)
+	case IsUnavailable(err):
+		return apperr.Wrap(apperr.Unavailable, err, "database unavailable")
+	}
+	return err
+}

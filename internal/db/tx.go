@@ -1,0 +1,76 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// Ext is what store helpers take so the same code runs on a DB or a Tx.
+type Ext interface {
+	sqlx.ExtContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+var (
+	_ Ext = (*sqlx.DB)(nil)
+	_ Ext = (*sqlx.Tx)(nil)
+)
+
+// Retryable reports whether err is a deadlock (1213) or lock wait timeout
+// (1205): the transaction was rolled back by the server and may be re-run.
+func Retryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	return false
+}
+
+// InTx runs fn in a transaction and commits; on deadlock or lock-wait
+// timeout the whole function is re-run (up to 5 attempts), so fn must not
+// have side effects outside the transaction.
+func InTx(ctx context.Context, d *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = inTxOnce(ctx, d, fn)
+		if err == nil || !Retryable(err) {
+			return err
+		}
+		// Full jitter keeps racing retries from colliding again.
+		backoff := time.Duration(rand.Int64N(int64(5*time.Millisecond) << attempt))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+	return err
+}
+
+func inTxOnce(ctx context.Context, d *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
+	// READ COMMITTED avoids the gap-lock deadlocks measured in FACTS.md.
+	tx, err := d.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,5 @@
+package jobs
+
+import "math/rand/v2"
+
+func randFloat() float64 { return rand.Float64() }

@@ -1,0 +1,364 @@
+package tenants
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"golang.org/x/crypto/bcrypt"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+)
+
+// Service is the tenants, users, tokens and sessions service.
+type Service struct {
+	DB *sqlx.DB
+	// PasswordCost is the bcrypt cost; tests lower it.
+	PasswordCost int
+	Now          func() time.Time
+}
+
+// NewService returns a service with production settings.
+func NewService(d *sqlx.DB) *Service {
+	return &Service{DB: d, PasswordCost: 11, Now: func() time.Time { return time.Now().UTC() }}
+}
+
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// ProvisionInput is the operator's request for a new tenant.
+type ProvisionInput struct {
+	Slug          string `json:"slug"`
+	Name          string `json:"name"`
+	AdminEmail    string `json:"admin_email"`
+	AdminPassword string `json:"admin_password"`
+	AdminName     string `json:"admin_name"`
+}
+
+// Provisioned is the result: the one time the API token is visible.
+type Provisioned struct {
+	Tenant   Tenant
+	Admin    User
+	APIToken string
+}
+
+// Provision creates a tenant with its first admin user and API token in one
+// transaction.
+func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned, error) {
+	in.Slug = strings.TrimSpace(in.Slug)
+	in.Name = strings.TrimSpace(in.Name)
+	in.AdminEmail = strings.ToLower(strings.TrimSpace(in.AdminEmail))
+	f := map[string]string{}
+	if !SlugPattern.MatchString(in.Slug) {
+		f["slug"] = "must match ^[a-z0-9][a-z0-9-]{1,62}$"
+	}
+	if in.Name == "" || len(in.Name) > 200 {
+		f["name"] = "is required (at most 200 characters)"
+	}
+	if !ValidEmail(in.AdminEmail) {
+		f["admin_email"] = "must be an email address"
+	}
+	if msg := passwordProblem(in.AdminPassword); msg != "" {
+		f["admin_password"] = msg
+	}
+	if len(f) > 0 {
+		return Provisioned{}, apperr.InvalidFields(f)
+	}
+	hash, err := s.hashPassword(in.AdminPassword)
+	if err != nil {
+		return Provisioned{}, err
+	}
+	now := s.now()
+	p := Provisioned{Tenant: Tenant{ID: db.NewID(), Slug: in.Slug, Name: in.Name, CreatedAt: now}}
+	adminName := in.AdminName
+	if adminName == "" {
+		adminName = strings.SplitN(in.AdminEmail, "@", 2)[0]
+	}
+	p.Admin = User{TenantID: p.Tenant.ID, ID: db.NewID(), Email: in.AdminEmail, Name: adminName, Role: RoleAdmin, CreatedAt: now}
+	tok, plain := newToken(p.Tenant.ID, "provisioning", nil, now)
+	p.APIToken = plain
+	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := insertTenant(ctx, tx, p.Tenant); err != nil {
+			return err
+		}
+		if err := insertUser(ctx, tx, p.Admin, hash); err != nil {
+			return err
+		}
+		return insertToken(ctx, tx, tok, hashToken(plain))
+	})
+	return p, err
+}
+
+// TenantBySlug finds a tenant; NotFound when there is none.
+func (s *Service) TenantBySlug(ctx context.Context, slug string) (Tenant, error) {
+	if !SlugPattern.MatchString(slug) {
+		return Tenant{}, apperr.New(apperr.NotFound, "tenant not found")
+	}
+	return getTenantBySlug(ctx, s.DB, slug)
+}
+
+// Tenant finds a tenant by id.
+func (s *Service) Tenant(ctx context.Context, id string) (Tenant, error) {
+	return getTenant(ctx, s.DB, id)
+}
+
+// Tenants lists every tenant (operator).
+func (s *Service) Tenants(ctx context.Context) ([]Tenant, error) { return listTenants(ctx, s.DB) }
+
+func passwordProblem(p string) string {
+	if len(p) < 10 {
+		return "must be at least 10 characters"
+	}
+	if len(p) > 72 {
+		return "must be at most 72 bytes"
+	}
+	return ""
+}
+
+func (s *Service) hashPassword(p string) (string, error) {
+	cost := s.PasswordCost
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(p), cost)
+	return string(h), err
+}
+
+// dummyHash keeps the timing of a login for an unknown email close to a
+// real one.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("leadpipe-dummy-password"), bcrypt.MinCost)
+
+// CreateUserInput creates a user in a tenant.
+type CreateUserInput struct {
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+	Role     string `json:"role"`
+}
+
+// CreateUser adds a user to a tenant.
+func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUserInput) (User, error) {
+	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
+	in.Name = strings.TrimSpace(in.Name)
+	f := map[string]string{}
+	if !ValidEmail(in.Email) {
+		f["email"] = "must be an email address"
+	}
+	if in.Name == "" || len(in.Name) > 200 {
+		f["name"] = "is required (at most 200 characters)"
+	}
+	if msg := passwordProblem(in.Password); msg != "" {
+		f["password"] = msg
+	}
+	if in.Role != RoleAdmin && in.Role != RoleStaff {
+		f["role"] = "must be admin or staff"
+	}
+	if len(f) > 0 {
+		return User{}, apperr.InvalidFields(f)
+	}
+	hash, err := s.hashPassword(in.Password)
+	if err != nil {
+		return User{}, err
+	}
+	u := User{TenantID: tenantID, ID: db.NewID(), Email: in.Email, Name: in.Name, Role: in.Role, CreatedAt: s.now()}
+	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return insertUser(ctx, tx, u, hash) })
+	return u, err
+}
+
+// User returns one user of the tenant.
+func (s *Service) User(ctx context.Context, tenantID, id string) (User, error) {
+	return getUser(ctx, s.DB, tenantID, id)
+}
+
+// Users lists the tenant's users.
+func (s *Service) Users(ctx context.Context, tenantID string) ([]User, error) {
+	return listUsers(ctx, s.DB, tenantID)
+}
+
+// SetUserRole changes a user's role.
+func (s *Service) SetUserRole(ctx context.Context, tenantID, id, role string) error {
+	if role != RoleAdmin && role != RoleStaff {
+		return apperr.InvalidFields(map[string]string{"role": "must be admin or staff"})
+	}
+	if _, err := getUser(ctx, s.DB, tenantID, id); err != nil {
+		return err
+	}
+	_, err := s.DB.ExecContext(ctx, `UPDATE users SET role = ? WHERE tenant_id = ? AND id = ?`, role, tenantID, id)
+	return err
+}
+
+// SetUserDisabled disables or re-enables a user; disabling ends their sessions.
+func (s *Service) SetUserDisabled(ctx context.Context, tenantID, id string, disabled bool) error {
+	if _, err := getUser(ctx, s.DB, tenantID, id); err != nil {
+		return err
+	}
+	var at *time.Time
+	if disabled {
+		n := s.now()
+		at = &n
+	}
+	return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET disabled_at = ? WHERE tenant_id = ? AND id = ?`, at, tenantID, id); err != nil {
+			return err
+		}
+		if disabled {
+			_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND user_id = ?`, tenantID, id)
+			return err
+		}
+		return nil
+	})
+}
+
+// ErrBadLogin is the one message for every failed login.
+var ErrBadLogin = apperr.New(apperr.Unauthorized, "email or password is incorrect")
+
+// Authenticate checks an email and password.
+func (s *Service) Authenticate(ctx context.Context, email, password string) (User, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	r, err := getLogin(ctx, s.DB, email)
+	if err != nil {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		if apperr.Is(err, apperr.NotFound) {
+			return User{}, ErrBadLogin
+		}
+		return User{}, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(r.PasswordHash), []byte(password)) != nil || r.DisabledAt != nil {
+		return User{}, ErrBadLogin
+	}
+	return r.User, nil
+}
+
+// Token format: lp_<tenant id>_<43 chars of base64url randomness>. The
+// tenant id in the clear lets lookups stay within one tenant's keys.
+func newToken(tenantID, name string, createdBy *string, now time.Time) (Token, string) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	plain := "lp_" + tenantID + "_" + base64.RawURLEncoding.EncodeToString(b[:])
+	return Token{TenantID: tenantID, ID: db.NewID(), Name: name, CreatedBy: createdBy, CreatedAt: now}, plain
+}
+
+func hashToken(plain string) []byte {
+	h := sha256.Sum256([]byte(plain))
+	return h[:]
+}
+
+// CreateToken issues an API token; the plaintext is returned only here.
+func (s *Service) CreateToken(ctx context.Context, tenantID, name string, createdBy *string) (Token, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return Token{}, "", apperr.InvalidFields(map[string]string{"name": "is required (at most 200 characters)"})
+	}
+	t, plain := newToken(tenantID, name, createdBy, s.now())
+	return t, plain, insertToken(ctx, s.DB, t, hashToken(plain))
+}
+
+// Tokens lists a tenant's tokens (never their secrets).
+func (s *Service) Tokens(ctx context.Context, tenantID string) ([]Token, error) {
+	return listTokens(ctx, s.DB, tenantID)
+}
+
+// RevokeToken revokes a token at once.
+func (s *Service) RevokeToken(ctx context.Context, tenantID, id string) error {
+	var n int
+	if err := s.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM api_tokens WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.New(apperr.NotFound, "token not found")
+	}
+	_, err := revokeToken(ctx, s.DB, tenantID, id, s.now())
+	return err
+}
+
+// AuthenticateToken resolves a bearer token to its principal.
+func (s *Service) AuthenticateToken(ctx context.Context, plain string) (Principal, error) {
+	bad := apperr.New(apperr.Unauthorized, "missing or invalid API token")
+	rest, ok := strings.CutPrefix(plain, "lp_")
+	if !ok || len(rest) < 28 || rest[26] != '_' || !db.ValidID(rest[:26]) {
+		return Principal{}, bad
+	}
+	tenantID := rest[:26]
+	t, err := getTokenByHash(ctx, s.DB, tenantID, hashToken(plain))
+	if err != nil {
+		if apperr.Is(err, apperr.NotFound) {
+			return Principal{}, bad
+		}
+		return Principal{}, err
+	}
+	if t.RevokedAt != nil {
+		return Principal{}, bad
+	}
+	// Recording last use is best effort and at most once a minute per token.
+	now := s.now()
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
+		_, _ = s.DB.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE tenant_id = ? AND id = ?`, now, tenantID, t.ID)
+	}
+	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin}, nil
+}
+
+// Session lifetime.
+const SessionTTL = 14 * 24 * time.Hour
+
+// CreateSession starts a session and returns the cookie value.
+func (s *Service) CreateSession(ctx context.Context, u User) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := db.NewID()
+	secret := base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.now()
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, user_id, token_hash, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL))
+	if err != nil {
+		return "", err
+	}
+	return u.TenantID + "." + id + "." + secret, nil
+}
+
+// SessionUser resolves a session cookie to its (enabled) user.
+func (s *Service) SessionUser(ctx context.Context, cookie string) (User, error) {
+	bad := apperr.New(apperr.Unauthorized, "not logged in")
+	parts := strings.Split(cookie, ".")
+	if len(parts) != 3 || !db.ValidID(parts[0]) || !db.ValidID(parts[1]) {
+		return User{}, bad
+	}
+	var row struct {
+		UserID    string    `db:"user_id"`
+		Hash      []byte    `db:"token_hash"`
+		ExpiresAt time.Time `db:"expires_at"`
+	}
+	err := s.DB.GetContext(ctx, &row, `SELECT user_id, token_hash, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`, parts[0], parts[1])
+	if err != nil {
+		if err := db.MapErr(err, "", ""); apperr.Is(err, apperr.NotFound) {
+			return User{}, bad
+		}
+		return User{}, err
+	}
+	if subtle.ConstantTimeCompare(row.Hash, hashToken(parts[2])) != 1 || s.now().After(row.ExpiresAt) {
+		return User{}, bad
+	}
+	u, err := getUser(ctx, s.DB, parts[0], row.UserID)
+	if err != nil || u.DisabledAt != nil {
+		return User{}, bad
+	}
+	return u, nil
+}
+
+// EndSession deletes the session behind a cookie (logout).
+func (s *Service) EndSession(ctx context.Context, cookie string) error {
+	parts := strings.Split(cookie, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	_, err := s.DB.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, parts[0], parts[1])
+	return err
+}

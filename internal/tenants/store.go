@@ -1,0 +1,98 @@
+package tenants
+
+import (
+	"context"
+	"time"
+
+	"leadpipe/internal/db"
+)
+
+const tenantCols = `id, slug, name, created_at`
+const userCols = `tenant_id, id, email, name, role, disabled_at, created_at`
+const tokenCols = `tenant_id, id, name, created_by, created_at, last_used_at, revoked_at`
+
+func insertTenant(ctx context.Context, x db.Ext, t Tenant) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO tenants (id, slug, name, created_at) VALUES (?, ?, ?, ?)`,
+		t.ID, t.Slug, t.Name, t.CreatedAt)
+	return db.MapErr(err, "tenant not found", "a tenant with this slug already exists")
+}
+
+func getTenantBySlug(ctx context.Context, x db.Ext, slug string) (Tenant, error) {
+	var t Tenant
+	err := x.GetContext(ctx, &t, `SELECT `+tenantCols+` FROM tenants WHERE slug = ?`, slug)
+	return t, db.MapErr(err, "tenant not found", "")
+}
+
+func getTenant(ctx context.Context, x db.Ext, id string) (Tenant, error) {
+	var t Tenant
+	err := x.GetContext(ctx, &t, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id)
+	return t, db.MapErr(err, "tenant not found", "")
+}
+
+func listTenants(ctx context.Context, x db.Ext) ([]Tenant, error) {
+	var ts []Tenant
+	err := x.SelectContext(ctx, &ts, `SELECT `+tenantCols+` FROM tenants ORDER BY slug`)
+	return ts, err
+}
+
+func insertUser(ctx context.Context, x db.Ext, u User, hash string) error {
+	// The global login row first: it is what makes an email unique platform-wide.
+	if _, err := x.ExecContext(ctx, `INSERT INTO user_logins (email, tenant_id, user_id) VALUES (?, ?, ?)`,
+		u.Email, u.TenantID, u.ID); err != nil {
+		return db.MapErr(err, "", "a user with this email already exists")
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, u.TenantID, u.ID, u.Email, u.Name, hash, u.Role, u.CreatedAt)
+	return db.MapErr(err, "", "a user with this email already exists")
+}
+
+func getUser(ctx context.Context, x db.Ext, tenantID, id string) (User, error) {
+	var u User
+	err := x.GetContext(ctx, &u, `SELECT `+userCols+` FROM users WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return u, db.MapErr(err, "user not found", "")
+}
+
+func listUsers(ctx context.Context, x db.Ext, tenantID string) ([]User, error) {
+	var us []User
+	err := x.SelectContext(ctx, &us, `SELECT `+userCols+` FROM users WHERE tenant_id = ? ORDER BY name, email`, tenantID)
+	return us, err
+}
+
+type loginRow struct {
+	User
+	PasswordHash string `db:"password_hash"`
+}
+
+func getLogin(ctx context.Context, x db.Ext, email string) (loginRow, error) {
+	var r loginRow
+	err := x.GetContext(ctx, &r, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.password_hash
+		FROM user_logins l JOIN users u ON u.tenant_id = l.tenant_id AND u.id = l.user_id
+		WHERE l.email = ?`, email)
+	return r, db.MapErr(err, "user not found", "")
+}
+
+func insertToken(ctx context.Context, x db.Ext, t Token, hash []byte) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO api_tokens (tenant_id, id, name, token_hash, created_by, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, t.TenantID, t.ID, t.Name, hash, t.CreatedBy, t.CreatedAt)
+	return db.MapErr(err, "", "token exists")
+}
+
+func getTokenByHash(ctx context.Context, x db.Ext, tenantID string, hash []byte) (Token, error) {
+	var t Token
+	err := x.GetContext(ctx, &t, `SELECT `+tokenCols+` FROM api_tokens WHERE tenant_id = ? AND token_hash = ?`, tenantID, hash)
+	return t, db.MapErr(err, "token not found", "")
+}
+
+func listTokens(ctx context.Context, x db.Ext, tenantID string) ([]Token, error) {
+	var ts []Token
+	err := x.SelectContext(ctx, &ts, `SELECT `+tokenCols+` FROM api_tokens WHERE tenant_id = ? ORDER BY created_at DESC`, tenantID)
+	return ts, err
+}
+
+func revokeToken(ctx context.Context, x db.Ext, tenantID, id string, now time.Time) (int64, error) {
+	res, err := x.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE tenant_id = ? AND id = ?`, now, tenantID, id)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

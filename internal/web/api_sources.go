@@ -1,0 +1,125 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/sources"
+)
+
+func (s *Server) tenantSlug(r *http.Request) (string, error) {
+	t, err := s.Tenants.Tenant(r.Context(), Tenant(r))
+	return t.Slug, err
+}
+
+func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	list, err := s.Sources.List(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	items := make([]sources.View, 0, len(list))
+	for _, src := range list {
+		items = append(items, s.Sources.View(slug, src))
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+}
+
+func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
+	var in sources.CreateInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	src, secret, err := s.Sources.Create(r.Context(), Tenant(r), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	v := s.Sources.View(slug, src)
+	v.Secret = secret
+	w.Header().Set("Location", "/api/v1/sources/"+src.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+}
+
+func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
+	var in sources.PatchInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	src, err := s.Sources.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+}
+
+func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	var in sources.RotateInput
+	b, err := ReadBody(w, r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	if len(b) > 0 { // the body is optional
+		if err := UnmarshalBody(b, &in); err != nil {
+			WriteError(w, r, s.Log, err)
+			return
+		}
+	}
+	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	src, secret, err := s.Sources.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	v := s.Sources.View(slug, src)
+	v.Secret = secret
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusOK, v)
+}

@@ -1,0 +1,181 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/tenants"
+)
+
+type ctxKey int
+
+const (
+	ctxRequestID ctxKey = iota
+	ctxPrincipal
+	ctxLogAttrs
+)
+
+// RequestID returns the request's id ("" outside a request).
+func RequestID(ctx context.Context) string {
+	v, _ := ctx.Value(ctxRequestID).(string)
+	return v
+}
+
+// PrincipalFrom returns who is acting (set by the auth middlewares).
+func PrincipalFrom(ctx context.Context) (tenants.Principal, bool) {
+	p, ok := ctx.Value(ctxPrincipal).(tenants.Principal)
+	return p, ok
+}
+
+// WithPrincipal stores p in ctx (and in the request log line).
+func WithPrincipal(ctx context.Context, p tenants.Principal) context.Context {
+	if la, ok := ctx.Value(ctxLogAttrs).(*logAttrs); ok {
+		la.tenantID, la.userID = p.TenantID, p.UserID
+	}
+	return context.WithValue(ctx, ctxPrincipal, p)
+}
+
+type logAttrs struct{ tenantID, userID string }
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (w *statusWriter) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+	w.ResponseWriter.WriteHeader(s)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush keeps streaming responses working through the wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// RequestLog assigns a request id, recovers panics, and logs one line per
+// request with request_id, tenant_id and user_id.
+func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			id := r.Header.Get("X-Request-Id")
+			if id == "" || len(id) > 64 {
+				id = newRequestID()
+			}
+			la := &logAttrs{}
+			ctx := context.WithValue(context.WithValue(r.Context(), ctxRequestID, id), ctxLogAttrs, la)
+			r = r.WithContext(ctx)
+			w.Header().Set("X-Request-Id", id)
+			sw := &statusWriter{ResponseWriter: w}
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					log.ErrorContext(ctx, "panic", "panic", p, "request_id", id, "path", r.URL.Path)
+					if sw.status == 0 {
+						WriteProblem(sw, r, http.StatusInternalServerError, "internal error", nil)
+					}
+				}
+				route := chi.RouteContext(ctx)
+				pattern := ""
+				if route != nil {
+					pattern = route.RoutePattern()
+				}
+				lvl := slog.LevelInfo
+				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/assets/") {
+					lvl = slog.LevelDebug
+				}
+				log.Log(ctx, lvl, "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "route", pattern,
+					"status", sw.status, "bytes", sw.bytes, "dur_ms", float64(time.Since(start).Microseconds())/1000,
+					"tenant_id", la.tenantID, "user_id", la.userID)
+			}()
+			next.ServeHTTP(sw, r)
+		})
+	}
+}
+
+// bearer extracts a bearer token.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// RequireToken authenticates tenant API calls with an API token.
+func (s *Server) RequireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := bearer(r)
+		if tok == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="leadpipe"`)
+			WriteProblem(w, r, http.StatusUnauthorized, "missing API token: send Authorization: Bearer <token>", nil)
+			return
+		}
+		p, err := s.Tenants.AuthenticateToken(r.Context(), tok)
+		if err != nil {
+			if apperr.Is(err, apperr.Unauthorized) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="leadpipe", error="invalid_token"`)
+			}
+			WriteError(w, r, s.Log, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// RequireAdminToken guards the operator API; without LEADPIPE_ADMIN_TOKEN
+// the admin API is off (404).
+func (s *Server) RequireAdminToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Cfg.AdminToken == "" {
+			WriteProblem(w, r, http.StatusNotFound, "the admin API is disabled (set LEADPIPE_ADMIN_TOKEN)", nil)
+			return
+		}
+		tok := bearer(r)
+		if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Cfg.AdminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="leadpipe-admin"`)
+			WriteProblem(w, r, http.StatusUnauthorized, "missing or wrong admin token", nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Tenant returns the acting principal's tenant id (panics outside auth).
+func Tenant(r *http.Request) string {
+	p, _ := PrincipalFrom(r.Context())
+	return p.TenantID
+}

@@ -1,0 +1,96 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+)
+
+// Problem is an RFC 9457 problem details body.
+type Problem struct {
+	Type      string            `json:"type"`
+	Title     string            `json:"title"`
+	Status    int               `json:"status"`
+	Detail    string            `json:"detail,omitempty"`
+	Errors    map[string]string `json:"errors,omitempty"`
+	RequestID string            `json:"request_id,omitempty"`
+}
+
+// StatusOf is the one mapping from domain error codes to HTTP statuses.
+func StatusOf(code apperr.Code) int {
+	switch code {
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.Invalid:
+		return http.StatusUnprocessableEntity
+	case apperr.BadRequest:
+		return http.StatusBadRequest
+	case apperr.Unauthorized:
+		return http.StatusUnauthorized
+	case apperr.PreconditionFailed:
+		return http.StatusPreconditionFailed
+	case apperr.PreconditionNeeded:
+		return http.StatusPreconditionRequired
+	case apperr.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	case apperr.TooManyRequests:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}
+
+// WriteError writes err as problem+json. Internal errors are logged once
+// and shown as a generic message; an unreachable database is a 503 with
+// Retry-After.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var e *apperr.Error
+	if !errors.As(err, &e) {
+		if db.IsUnavailable(err) {
+			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
+		} else {
+			e = apperr.Wrap(apperr.Internal, err, "internal error")
+		}
+	}
+	status := StatusOf(e.Code)
+	if status >= 500 && log != nil {
+		log.ErrorContext(r.Context(), "request failed", "err", err, "status", status)
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "5")
+		}
+	}
+	WriteProblem(w, r, status, e.Message, e.Fields)
+}
+
+// WriteProblem writes a problem+json body with the given status.
+func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail string, fields map[string]string) {
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: fields,
+		RequestID: RequestID(r.Context())}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,51 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Router is the chi router type subsystems mount on.
+type Router = chi.Router
+
+// Routes is the one route table of the product.
+func (s *Server) Routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(RequestLog(s.Log))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, r, http.StatusNotFound, "no such route", nil)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, r, http.StatusMethodNotAllowed, "method not allowed on this route", nil)
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	if s.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.Metrics)
+	}
+	if s.Hooks != nil {
+		r.Handle("/hooks/{tenant}/{source}", s.Hooks)
+	}
+
+	r.Route("/api/admin/v1", func(r chi.Router) {
+		r.Use(s.RequireAdminToken)
+		r.Post("/tenants", s.adminCreateTenant)
+		r.Get("/tenants", s.adminListTenants)
+	})
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Use(s.RequireToken)
+		r.Get("/sources", s.listSources)
+		r.Post("/sources", s.createSource)
+		r.Get("/sources/{id}", s.getSource)
+		r.Patch("/sources/{id}", s.patchSource)
+		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
+	})
+
+	for _, mount := range s.Extra {
+		mount(r)
+	}
+	return r
+}
