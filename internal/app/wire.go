@@ -2,7 +2,13 @@ package app
 
 import "context"
 
-// wire connects the subsystems: routes, task handlers, periodic tasks.
+// wire connects the subsystems: services, routes, task handlers and
+// periodic tasks. Each area has its own wire_<area>.go.
 func (a *App) wire(ctx context.Context) error {
+	for _, f := range []func(context.Context) error{a.wireIngest, a.wireLeads, a.wireMonitor, a.wireReconcile, a.wireUI} {
+		if err := f(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }

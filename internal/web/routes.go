@@ -42,7 +42,11 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/sources/{id}", s.getSource)
 		r.Patch("/sources/{id}", s.patchSource)
 		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
+		// routes:leads
+		// routes:monitor
+		// routes:reconcile
 	})
+	// routes:ui
 
 	for _, mount := range s.Extra {
 		mount(r)

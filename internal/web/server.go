@@ -25,6 +25,13 @@ type Server struct {
 	// Ready reports what is not ready ("" when all is well) for /readyz.
 	Ready func(ctx context.Context) map[string]string
 
+	// Subsystem services; each area adds its own line below its anchor.
+	// anchor:ingest
+	// anchor:leads
+	// anchor:monitor
+	// anchor:reconcile
+	// anchor:ui
+
 	// Mounted subsystems (nil ones are left out of the route table).
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
 	Metrics http.Handler // GET /metrics

@@ -1,0 +1,5 @@
+package app
+
+import "context"
+
+func (a *App) wireMonitor(ctx context.Context) error { return nil }

@@ -1,0 +1,5 @@
+package app
+
+import "context"
+
+func (a *App) wireUI(ctx context.Context) error { return nil }

@@ -1,0 +1,66 @@
+// Package leads holds leads: the sender-owned fields refreshed by every
+// webhook delivery and reconcile, and the human-owned fields (status,
+// owner, notes, tags, version) that only people change.
+package leads
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Statuses a human can set.
+var Statuses = []string{"new", "contacted", "qualified", "unqualified", "won", "lost"}
+
+// ValidStatus reports whether s is a status.
+func ValidStatus(s string) bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Lead is one lead row.
+type Lead struct {
+	TenantID        string          `db:"tenant_id" json:"-"`
+	ID              string          `db:"id" json:"id"`
+	SourceID        string          `db:"source_id" json:"source_id"`
+	SourceRef       string          `db:"source_ref" json:"source_ref"`
+	Payload         json.RawMessage `db:"payload" json:"payload"`
+	Email           string          `db:"email" json:"email"`
+	Name            string          `db:"name" json:"name"`
+	Phone           string          `db:"phone" json:"phone"`
+	Company         string          `db:"company" json:"company"`
+	SourceCreatedAt *time.Time      `db:"source_created_at" json:"source_created_at"`
+	LastSeenAt      time.Time       `db:"last_seen_at" json:"last_seen_at"`
+	TimesSeen       int             `db:"times_seen" json:"times_seen"`
+	Status          string          `db:"status" json:"status"`
+	OwnerID         *string         `db:"owner_id" json:"owner_id"`
+	Tags            Tags            `db:"tags" json:"tags"`
+	Version         int             `db:"version" json:"version"`
+	CreatedAt       time.Time       `db:"created_at" json:"created_at"`
+	UpdatedAt       time.Time       `db:"updated_at" json:"updated_at"`
+}
+
+// SenderRecord is what a sender (webhook or reconcile) says about a lead:
+// only sender-owned fields.
+type SenderRecord struct {
+	SourceRef string
+	Email     string
+	Name      string
+	Phone     string
+	Company   string
+	CreatedAt *time.Time
+	Tags      []string // initial tags of a new lead only (e.g. "test")
+	Payload   json.RawMessage
+}
+
+// Origin says which path touched a lead.
+type Origin string
+
+const (
+	OriginWebhook   Origin = "webhook"
+	OriginReconcile Origin = "reconcile"
+	OriginEnrich    Origin = "enrich"
+)

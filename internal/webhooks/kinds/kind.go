@@ -1,0 +1,276 @@
+// Package kinds implements the inbound webhook source kinds of PRODUCT.md §4:
+// signature verification, splitting a body into deliveries, and mapping a
+// stored delivery to lead fields. It is pure code: no database, no HTTP server.
+package kinds
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Sentinel errors. Returned errors wrap one of them with a short reason that
+// is safe to show to the sender (it never contains a secret).
+var (
+	ErrSignature    = errors.New("invalid signature")   // HTTP 401
+	ErrUnparseable  = errors.New("unparseable payload") // 422, dead letter
+	ErrNoDeliveryID = errors.New("no delivery id")      // 422, dead letter
+	ErrNoNaturalKey = errors.New("no natural key")      // 422, dead letter
+	ErrUnknownKind  = errors.New("unknown source kind")
+)
+
+// MaxIDLen is the longest delivery id or source ref stored as is. MariaDB's
+// INSERT IGNORE silently truncates longer values (two ids sharing a 191-byte
+// prefix would then collide), so longer ids are hashed to a fixed width.
+const MaxIDLen = 191
+
+// tolerance is how far a signed timestamp may be from now, either way.
+const tolerance = 300 // seconds
+
+// Record is one delivery carried by a request.
+type Record struct {
+	DeliveryID string          // sender's delivery id, normalised with NormalizeID
+	Raw        json.RawMessage // bytes to store; Map is later called on exactly these
+}
+
+// Lead holds the lead fields a record maps to.
+type Lead struct {
+	SourceRef string // natural key, normalised with NormalizeID
+	Email     string
+	Name      string
+	Phone     string
+	Company   string
+	CreatedAt *time.Time // sender's creation time when the payload has one (UTC)
+	Tags      []string
+	Payload   json.RawMessage // record object, compact JSON storable in MySQL and MariaDB
+}
+
+// Kind is one way senders sign and shape their webhooks.
+type Kind interface {
+	Name() string
+	// Verify checks the request against every secret given (current and
+	// in-grace ones) in constant time on the raw bytes. It returns nil or an
+	// error wrapping ErrSignature.
+	Verify(h http.Header, body []byte, secrets []string, now time.Time) error
+	// Parse splits a verified body into records (ErrUnparseable, ErrNoDeliveryID).
+	Parse(h http.Header, body []byte) ([]Record, error)
+	// Map turns one record's Raw into lead fields, from the bytes alone
+	// (ErrUnparseable, ErrNoNaturalKey).
+	Map(raw json.RawMessage) (Lead, error)
+}
+
+var (
+	_ Kind = standardKind{}
+	_ Kind = timestampedKind{}
+	_ Kind = typeformKind{}
+	_ Kind = metaKind{}
+	_ Kind = googleAdsKind{}
+	_ Kind = (*genericKind)(nil)
+)
+
+// Kind names, as stored in a source's `kind`.
+const (
+	Standard    = "standard"
+	Timestamped = "timestamped"
+	Typeform    = "typeform"
+	Meta        = "meta"
+	GoogleAds   = "google-ads"
+	Generic     = "generic"
+)
+
+// Names lists every kind name.
+func Names() []string {
+	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic}
+}
+
+// New returns the kind by name. config is the source's `config` JSON; only
+// generic reads it (an invalid generic config is an error), the others ignore it.
+func New(name string, config json.RawMessage) (Kind, error) {
+	switch name {
+	case Standard:
+		return standardKind{}, nil
+	case Timestamped:
+		return timestampedKind{}, nil
+	case Typeform:
+		return typeformKind{}, nil
+	case Meta:
+		return metaKind{}, nil
+	case GoogleAds:
+		return googleAdsKind{}, nil
+	case Generic:
+		cfg, problems := parseGenericConfig(config)
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("kinds: invalid generic config: %s", joinProblems(problems))
+		}
+		return cfg, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
+}
+
+// ValidateConfig returns field → message problems of a source config (empty
+// when fine). Keys name the request field, e.g. "config.natural_key_path".
+// Only generic takes a config; others accept only an absent, null or {} one.
+func ValidateConfig(name string, config json.RawMessage) map[string]string {
+	switch name {
+	case Generic:
+		_, problems := parseGenericConfig(config)
+		return problems
+	case Standard, Timestamped, Typeform, Meta, GoogleAds:
+		if isEmptyConfig(config) {
+			return map[string]string{}
+		}
+		return map[string]string{"config": "only generic sources take a config"}
+	}
+	return map[string]string{"kind": "must be one of " + strings.Join(Names(), ", ")}
+}
+
+// GenerateSecret returns a fresh random secret in the format the kind's
+// senders use:
+//   - standard:    "whsec_" + base64(24 random bytes), as Standard Webhooks/Svix issue them;
+//   - timestamped: "whsec_" + hex(32 random bytes); the whole string is the key, as with Stripe;
+//   - others:      hex(32 random bytes).
+func GenerateSecret(name string) (string, error) {
+	switch name {
+	case Standard:
+		return "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), nil
+	case Timestamped:
+		return "whsec_" + hex.EncodeToString(randomBytes(32)), nil
+	case Typeform, Meta, GoogleAds, Generic:
+		return hex.EncodeToString(randomBytes(32)), nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownKind, name)
+}
+
+// ValidateSecret reports whether a secret supplied by a user can work for the
+// kind (for a 422 on source creation or rotation).
+func ValidateSecret(name, secret string) error {
+	if secret == "" {
+		return errors.New("must not be empty")
+	}
+	if len(secret) > 1024 {
+		return errors.New("must be at most 1024 bytes")
+	}
+	if strings.TrimSpace(secret) != secret {
+		return errors.New("must not start or end with whitespace")
+	}
+	switch name {
+	case Standard:
+		if _, ok := standardKey(secret); !ok {
+			return errors.New(`must be "whsec_" followed by base64`)
+		}
+	case Timestamped, Typeform, Meta, GoogleAds, Generic:
+	default:
+		return fmt.Errorf("%w: %q", ErrUnknownKind, name)
+	}
+	return nil
+}
+
+// NormalizeID returns id unchanged when it is valid UTF-8 of at most MaxIDLen
+// bytes, else "sha256:" + hex(sha256(id)) (71 bytes).
+func NormalizeID(id string) string {
+	if len(id) <= MaxIDLen && utf8.ValidString(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// cleanID trims an id (trailing spaces compare equal under PAD SPACE
+// collations) and normalises it; "" stays "".
+func cleanID(id string) string {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return ""
+	}
+	return NormalizeID(id)
+}
+
+func bodyHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails since Go 1.24 (it crashes instead)
+	return b
+}
+
+func hmacSHA256(key []byte, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+var dot = []byte{'.'}
+
+// equalSecret compares two secrets without leaking their lengths.
+func equalSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return hmac.Equal(ha[:], hb[:])
+}
+
+func noMatch() error { return fmt.Errorf("%w: no matching signature", ErrSignature) }
+
+func missingHeader(name string) error {
+	return fmt.Errorf("%w: missing %s header", ErrSignature, name)
+}
+
+// parseSignedTime parses a unix-seconds timestamp and checks it is within
+// tolerance of now in both directions.
+func parseSignedTime(s string, now time.Time) (int64, error) {
+	t, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: timestamp is not unix seconds", ErrSignature)
+	}
+	n := now.Unix() // compared without subtraction so huge values cannot overflow
+	switch {
+	case t < n-tolerance:
+		return 0, fmt.Errorf("%w: timestamp is more than %d s old", ErrSignature, tolerance)
+	case t > n+tolerance:
+		return 0, fmt.Errorf("%w: timestamp is more than %d s in the future", ErrSignature, tolerance)
+	}
+	return t, nil
+}
+
+// decodeBase64 accepts padded and unpadded, standard and URL alphabets; the
+// four are mutually exclusive so the result is never ambiguous.
+func decodeBase64(s string) ([]byte, error) {
+	var err error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		var b []byte
+		if b, err = enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, err
+}
+
+// cutPrefixFold removes prefix from s, ignoring ASCII case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+func isEmptyConfig(config json.RawMessage) bool {
+	s := strings.TrimSpace(string(config))
+	if s == "" || s == "null" {
+		return true
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(config, &m) == nil && len(m) == 0 && s[0] == '{'
+}

@@ -1,0 +1,98 @@
+package kinds
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const headerTypeformSignature = "Typeform-Signature"
+
+// typeformKind: "sha256=<base64 HMAC-SHA256(body)>", no timestamp (replays
+// are absorbed by event_id dedupe).
+type typeformKind struct{}
+
+func (typeformKind) Name() string { return Typeform }
+
+func (typeformKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
+	header := strings.TrimSpace(h.Get(headerTypeformSignature))
+	if header == "" {
+		return missingHeader(headerTypeformSignature)
+	}
+	enc, ok := cutPrefixFold(header, "sha256=")
+	if !ok {
+		return fmt.Errorf("%w: %s header lacks sha256=", ErrSignature, headerTypeformSignature)
+	}
+	sig, err := decodeBase64(enc)
+	if err != nil || len(sig) != sha256.Size {
+		return fmt.Errorf("%w: %s header is not a base64 SHA-256 HMAC", ErrSignature, headerTypeformSignature)
+	}
+	return matchBodyHMAC(body, secrets, sig)
+}
+
+// matchBodyHMAC checks sig against HMAC-SHA256(secret, body) for every secret.
+func matchBodyHMAC(body []byte, secrets []string, sig []byte) error {
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		if hmac.Equal(hmacSHA256([]byte(secret), body), sig) {
+			return nil
+		}
+	}
+	return noMatch()
+}
+
+func (typeformKind) Parse(_ http.Header, body []byte) ([]Record, error) {
+	if err := checkBody(body); err != nil {
+		return nil, err
+	}
+	id := cleanID(decodeObject(body).scalar("event_id"))
+	if id == "" {
+		return nil, fmt.Errorf("%w: event_id is missing", ErrNoDeliveryID)
+	}
+	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+}
+
+// Map: natural key form_response.token; email and phone from the first
+// answers of those types (else hidden fields), name and company from hidden
+// fields; the payload is form_response.
+func (typeformKind) Map(raw json.RawMessage) (Lead, error) {
+	doc := decodeObject(raw)
+	if doc == nil {
+		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
+	}
+	fr := doc.object("form_response")
+	ref := fr.scalar("token")
+	if ref == "" {
+		return Lead{}, fmt.Errorf("%w: form_response.token is missing", ErrNoNaturalKey)
+	}
+	payload, err := storablePayload(doc["form_response"])
+	if err != nil {
+		return Lead{}, err
+	}
+	var email, phone string
+	for _, a := range fr.array("answers") {
+		ans := decodeObject(a)
+		switch ans.scalar("type") {
+		case "email":
+			email = firstNonEmpty(email, ans.scalar("email"))
+		case "phone_number":
+			phone = firstNonEmpty(phone, ans.scalar("phone_number"))
+		}
+	}
+	hidden := fr.object("hidden")
+	return Lead{
+		SourceRef: NormalizeID(ref),
+		Email:     firstNonEmpty(email, hidden.scalar("email")),
+		Name:      personName(hidden),
+		Phone:     firstNonEmpty(phone, hidden.scalar("phone")),
+		Company:   hidden.scalar("company"),
+		CreatedAt: firstTime(fr, "submitted_at"),
+		Payload:   payload,
+	}, nil
+}
