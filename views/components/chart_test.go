@@ -1,0 +1,311 @@
+package components
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var chartStart = time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+
+func points(n int, step time.Duration, f func(i int) (vol, dups int64)) []ChartPoint {
+	pts := make([]ChartPoint, n)
+	for i := range pts {
+		v, d := f(i)
+		r := 0.0
+		if v > 0 {
+			r = float64(d) / float64(v)
+		}
+		pts[i] = ChartPoint{T: chartStart.Add(time.Duration(i) * step), Volume: v, Duplicates: d, Rate: r}
+	}
+	return pts
+}
+
+func TestRateChartBarsThresholdAndTitles(t *testing.T) {
+	pts := points(24, time.Hour, func(i int) (int64, int64) { return 300 + int64(i), int64(i % 5) })
+	pts[3] = ChartPoint{T: pts[3].T, Volume: 312, Duplicates: 9, Rate: 9.0 / 312}
+	doc, html := render(t, RateChart(ChartData{
+		Title: "HubSpot — 24 h", Points: pts, Threshold: 0.05, Step: time.Hour,
+		From: chartStart, To: chartStart.Add(24 * time.Hour),
+		Highlight: []TimeRange{{From: chartStart.Add(5 * time.Hour), To: chartStart.Add(7 * time.Hour)}},
+	}))
+	if n := doc.Find(`[data-testid="chart-bar"]`).Length(); n != 24 {
+		t.Fatalf("%d bars, want 24", n)
+	}
+	if n := doc.Find(`[data-testid="chart-threshold"]`).Length(); n != 1 {
+		t.Fatalf("%d threshold lines", n)
+	}
+	if !strings.Contains(doc.Find(".chart-threshold-label").Text(), "5%") {
+		t.Fatal("threshold line is not labelled")
+	}
+	if doc.Find(`[data-testid="chart-rate-line"]`).AttrOr("d", "") == "" {
+		t.Fatal("no rate line")
+	}
+	if n := doc.Find(`[data-testid="chart-alert"]`).Length(); n != 1 {
+		t.Fatalf("%d alert windows", n)
+	}
+	titles := doc.Find(".chart-bucket > title")
+	if titles.Length() != 24 {
+		t.Fatalf("%d bucket titles", titles.Length())
+	}
+	if got := titles.Eq(3).Text(); got != "17:00 — 312 deliveries, 9 duplicates (2.9%)" {
+		t.Fatalf("bucket title = %q", got)
+	}
+	if !strings.Contains(titles.Eq(5).Text(), "alert open") {
+		t.Fatalf("bucket in alert window not marked: %q", titles.Eq(5).Text())
+	}
+	svg := doc.Find("svg.chart-svg")
+	if svg.AttrOr("role", "") != "img" || !strings.Contains(svg.AttrOr("aria-label", ""), "deliveries") {
+		t.Fatalf("svg not labelled: %q", svg.AttrOr("aria-label", ""))
+	}
+	if !strings.Contains(doc.Find("svg.chart-svg > desc").Text(), "threshold 5%") {
+		t.Fatalf("desc lacks threshold: %q", doc.Find("desc").Text())
+	}
+	if doc.Find(`[data-testid="chart-legend"] li`).Length() != 4 {
+		t.Fatal("legend should list bars, line, threshold and alert window")
+	}
+	if !strings.HasSuffix(doc.Find(`[data-testid="chart-rate-tick"]`).Last().Text(), "%") {
+		t.Fatal("rate ticks lack units")
+	}
+	var ticks []string
+	for _, n := range doc.Find(`[data-testid="chart-time-tick"]`).Nodes {
+		ticks = append(ticks, n.FirstChild.Data)
+	}
+	if len(ticks) < 4 || ticks[0] != "15:00" {
+		t.Fatalf("24 h ticks = %v", ticks)
+	}
+	if strings.Contains(html, "NaN") || strings.Contains(html, "Inf") {
+		t.Fatal("NaN/Inf in output")
+	}
+}
+
+func TestRateChartNoThreshold(t *testing.T) {
+	pts := points(10, time.Hour, func(i int) (int64, int64) { return 10, 1 })
+	doc, _ := render(t, RateChart(ChartData{Title: "x", Points: pts, Step: time.Hour}))
+	if doc.Find(`[data-testid="chart-threshold"]`).Length() != 0 {
+		t.Fatal("threshold line drawn without a threshold")
+	}
+	if doc.Find(`[data-testid="chart-bar"]`).Length() != 10 {
+		t.Fatal("bars")
+	}
+}
+
+func TestRateChartEmpty(t *testing.T) {
+	doc, _ := render(t, RateChart(ChartData{Title: "New source", From: chartStart, To: chartStart.Add(24 * time.Hour)}))
+	e := doc.Find(`[data-testid="chart-empty"]`)
+	if e.Length() != 1 || !strings.Contains(e.Text(), "No deliveries in this period") {
+		t.Fatalf("empty message missing: %q", e.Text())
+	}
+	if doc.Find("svg").Length() != 0 {
+		t.Fatal("empty chart should not draw axes")
+	}
+}
+
+func TestRateChartAllZeroVolume(t *testing.T) {
+	pts := points(24, time.Hour, func(int) (int64, int64) { return 0, 0 })
+	doc, html := render(t, RateChart(ChartData{Title: "Quiet", Points: pts, Threshold: 0.05, Step: time.Hour}))
+	if !strings.Contains(doc.Find(`[data-testid="chart-empty"]`).Text(), "No deliveries in this period") {
+		t.Fatal("no-volume message missing")
+	}
+	if doc.Find(`[data-testid="chart-rate-line"]`).Length() != 0 {
+		t.Fatal("a rate line without deliveries")
+	}
+	if strings.Contains(html, "NaN") || strings.Contains(html, "Inf") {
+		t.Fatal("NaN/Inf in output")
+	}
+}
+
+func TestRateChartManyPoints(t *testing.T) {
+	// 30 days of 5-minute buckets.
+	pts := points(8640, 5*time.Minute, func(i int) (int64, int64) { return int64(20 + i%7), int64(i % 3) })
+	start := time.Now()
+	doc, html := render(t, RateChart(ChartData{Title: "30 d", Points: pts, Threshold: 0.1, Step: 5 * time.Minute}))
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("rendering took %v", el)
+	}
+	n := doc.Find(`[data-testid="chart-bar"]`).Length()
+	if n == 0 || n > maxChartBuckets {
+		t.Fatalf("%d bars, want 1..%d", n, maxChartBuckets)
+	}
+	if len(html) > 400_000 {
+		t.Fatalf("chart is %d bytes", len(html))
+	}
+	var ticks []string
+	for _, n := range doc.Find(`[data-testid="chart-time-tick"]`).Nodes {
+		ticks = append(ticks, n.FirstChild.Data)
+	}
+	if len(ticks) == 0 || len(ticks) > 9 || !strings.HasPrefix(ticks[0], "Mar ") && !strings.HasPrefix(ticks[0], "Apr ") {
+		t.Fatalf("30 d ticks = %v", ticks)
+	}
+	// Merged buckets keep totals and say which span they cover.
+	if !strings.Contains(doc.Find(".chart-bucket > title").First().Text(), "–") {
+		t.Fatalf("merged bucket title lacks a range: %q", doc.Find(".chart-bucket > title").First().Text())
+	}
+	g := chartGeometry(ChartData{Points: pts, Step: 5 * time.Minute}, chartWidth, chartHeight)
+	var vol int64
+	for _, p := range pts {
+		vol += p.Volume
+	}
+	if g.TotalVolume != vol {
+		t.Fatalf("merged volume %d, want %d", g.TotalVolume, vol)
+	}
+}
+
+func TestTimeTickFormats(t *testing.T) {
+	cases := []struct {
+		span   time.Duration
+		layout string
+	}{
+		{24 * time.Hour, "15:04"},
+		{7 * 24 * time.Hour, "Mon 02"},
+		{30 * 24 * time.Hour, "Jan 02"},
+		{90 * time.Minute, "15:04"},
+	}
+	for _, c := range cases {
+		t.Run(c.span.String(), func(t *testing.T) {
+			ticks := timeTicks(chartStart, chartStart.Add(c.span), time.UTC, chartWidth)
+			if len(ticks) < 3 || len(ticks) > 9 {
+				t.Fatalf("%d ticks: %+v", len(ticks), ticks)
+			}
+			for i, tk := range ticks {
+				if _, err := time.Parse(c.layout, tk.Label); err != nil {
+					t.Errorf("tick %q does not match layout %q", tk.Label, c.layout)
+				}
+				if tk.X < 0 || tk.X > chartWidth {
+					t.Errorf("tick %d outside the plot: %v", i, tk.X)
+				}
+				if i > 0 && tk.X <= ticks[i-1].X {
+					t.Errorf("ticks not increasing")
+				}
+			}
+		})
+	}
+	// Daylight-saving days still advance.
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err == nil {
+		from := time.Date(2026, 3, 29, 0, 0, 0, 0, loc)
+		if ticks := timeTicks(from, from.Add(24*time.Hour), loc, chartWidth); len(ticks) < 4 {
+			t.Fatalf("DST day ticks: %+v", ticks)
+		}
+	}
+}
+
+func TestChartGeometry(t *testing.T) {
+	pts := points(12, time.Hour, func(i int) (int64, int64) { return 100, 2 })
+	// a gap with no deliveries in the middle breaks the line
+	pts[5].Volume, pts[5].Duplicates, pts[5].Rate = 0, 0, 0
+	// and an isolated bucket at the end
+	pts[10].Volume, pts[10].Duplicates, pts[10].Rate = 0, 0, 0
+	g := chartGeometry(ChartData{Points: pts, Step: time.Hour, Threshold: 0.3}, 1000, 256)
+	if got := strings.Count(g.LinePath, "M"); got != 3 {
+		t.Fatalf("line has %d segments, want 3: %s", got, g.LinePath)
+	}
+	if len(g.Buckets) != 12 {
+		t.Fatalf("%d buckets", len(g.Buckets))
+	}
+	if g.RateMax < 0.3 {
+		t.Fatalf("rate axis %v does not include the threshold", g.RateMax)
+	}
+	if g.ThresholdY < g.PlotTop || g.ThresholdY > g.PlotBottom {
+		t.Fatalf("threshold y %v outside plot", g.ThresholdY)
+	}
+	for i, b := range g.Buckets {
+		if b.BarY+b.BarH > g.PlotBottom+0.01 || b.BarY < g.PlotTop-0.01 {
+			t.Fatalf("bar %d outside plot: %+v", i, b)
+		}
+		if b.X < 0 || b.X+b.W > 1000.01 {
+			t.Fatalf("bucket %d outside width: %+v", i, b)
+		}
+	}
+	if g.Buckets[5].BarH != 0 {
+		t.Fatal("zero-volume bucket has a bar")
+	}
+	if g.VolumeMax < 100 || g.VolumeMax%chartGridLines != 0 {
+		t.Fatalf("volume axis max %d", g.VolumeMax)
+	}
+	if len(g.YTicks) != chartGridLines+1 || g.YTicks[len(g.YTicks)-1].VolumeLabel != formatCompact(g.VolumeMax) {
+		t.Fatalf("y ticks %+v", g.YTicks)
+	}
+
+	t.Run("inferred step and period", func(t *testing.T) {
+		g := chartGeometry(ChartData{Points: points(3, 15*time.Minute, func(int) (int64, int64) { return 1, 0 })}, 1000, 256)
+		if w := g.Buckets[0].W; math.Abs(w-1000.0/3) > 0.01 {
+			t.Fatalf("bucket width %v", w)
+		}
+	})
+	t.Run("unsorted and hostile input", func(t *testing.T) {
+		pts := []ChartPoint{
+			{T: chartStart.Add(2 * time.Hour), Volume: 5, Rate: math.NaN()},
+			{T: chartStart, Volume: -3, Duplicates: 9, Rate: math.Inf(1)},
+			{T: chartStart.Add(time.Hour), Volume: 4, Duplicates: 8, Rate: 2},
+			{}, // zero time is ignored
+		}
+		g := chartGeometry(ChartData{Points: pts}, 1000, 256)
+		if len(g.Buckets) != 3 || g.Buckets[0].start != chartStart {
+			t.Fatalf("buckets %+v", g.Buckets)
+		}
+		for _, b := range g.Buckets {
+			if b.Rate < 0 || b.Rate > 1 || math.IsNaN(b.BarH) {
+				t.Fatalf("bad bucket %+v", b)
+			}
+		}
+		if strings.Contains(g.LinePath, "NaN") {
+			t.Fatal("NaN in path")
+		}
+	})
+	t.Run("points outside the period are dropped", func(t *testing.T) {
+		pts := points(48, time.Hour, func(int) (int64, int64) { return 1, 0 })
+		g := chartGeometry(ChartData{Points: pts, Step: time.Hour, From: chartStart.Add(24 * time.Hour), To: chartStart.Add(48 * time.Hour)}, 1000, 256)
+		if len(g.Buckets) != 24 {
+			t.Fatalf("%d buckets, want 24", len(g.Buckets))
+		}
+	})
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, c := range []struct {
+		in      float64
+		integer bool
+		want    float64
+	}{
+		{0.034, false, 0.05}, {0.02, false, 0.02}, {0.021, false, 0.025}, {0.0026, false, 0.005},
+		{78, true, 100}, {21, true, 50}, {2.1, true, 5}, {0.3, true, 1}, {0, true, 1}, {math.NaN(), false, 1},
+	} {
+		if got := niceCeil(c.in, c.integer); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("niceCeil(%v, %v) = %v, want %v", c.in, c.integer, got, c.want)
+		}
+	}
+}
+
+func TestSparkline(t *testing.T) {
+	doc, _ := render(t, Sparkline([]float64{0.01, 0.02, 0.08, 0.03}, "Duplicate rate of HubSpot"))
+	svg := doc.Find(`svg[data-testid="sparkline"]`)
+	if svg.AttrOr("aria-label", "") != "Duplicate rate of HubSpot" || svg.AttrOr("role", "") != "img" {
+		t.Fatal("sparkline not labelled")
+	}
+	d := svg.Find(".sparkline-line").AttrOr("d", "")
+	if strings.Count(d, "L") != 3 {
+		t.Fatalf("path %q", d)
+	}
+	doc, _ = render(t, Sparkline(nil, "nothing"))
+	if doc.Find(`[data-testid="sparkline-empty"]`).Length() != 1 || doc.Find("svg").Length() != 0 {
+		t.Fatal("empty sparkline")
+	}
+	for _, vals := range [][]float64{{0, 0, 0}, {0.5}, {math.NaN(), math.Inf(1), -1}} {
+		g := sparklineGeometry(vals, sparkW, sparkH)
+		if strings.Contains(g.Line+g.Area, "NaN") || strings.Contains(g.Line, "Inf") || g.Line == "" {
+			t.Fatalf("%v → %q", vals, g.Line)
+		}
+	}
+	long := make([]float64, 2000)
+	long[1234] = 1
+	g := sparklineGeometry(long, sparkW, sparkH)
+	if n := strings.Count(g.Line, "L"); n >= sparkMax {
+		t.Fatalf("%d segments for 2000 values", n)
+	}
+	if !strings.Contains(g.Line, " "+strconv.Itoa(sparkPad)+"L") {
+		t.Fatalf("spike lost in downsampling: %s", g.Line)
+	}
+}

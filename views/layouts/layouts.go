@@ -1,0 +1,115 @@
+package layouts
+
+import (
+	"strconv"
+	"unicode"
+)
+
+// User is the signed-in person as the layout needs it.
+type User struct {
+	Name, Email, Role string // Role "admin" | "staff"
+}
+
+// IsAdmin reports whether the user sees the admin navigation.
+func (u *User) IsAdmin() bool { return u != nil && u.Role == RoleAdmin }
+
+const (
+	RoleAdmin = "admin"
+	RoleStaff = "staff"
+)
+
+// Page is the view model of the application chrome around every signed-in page.
+type Page struct {
+	Title      string
+	User       *User // nil on the login page
+	TenantName string
+	Active     string // nav key: "leads","board","sources","monitor","alerts","users","tokens","endpoints"
+	OpenAlerts int    // admins see a banner linking /alerts when > 0
+	Flash      string // success notice
+	FlashError string // error notice
+}
+
+// NavItem is one entry of the main navigation.
+type NavItem struct {
+	Key, Label, Href string
+	Admin            bool
+	FirstAdmin       bool // first admin entry: drawn after a divider
+}
+
+// NavItems lists the main navigation a user may see, in order.
+func NavItems(u *User) []NavItem {
+	items := []NavItem{
+		{Key: "leads", Label: "Inbox", Href: "/leads"},
+		{Key: "board", Label: "Board", Href: "/leads/board"},
+	}
+	if u.IsAdmin() {
+		items = append(items,
+			NavItem{Key: "sources", Label: "Sources", Href: "/sources", Admin: true, FirstAdmin: true},
+			NavItem{Key: "monitor", Label: "Monitoring", Href: "/monitor", Admin: true},
+			NavItem{Key: "alerts", Label: "Alerts", Href: "/alerts", Admin: true},
+			NavItem{Key: "users", Label: "Users", Href: "/settings/users", Admin: true},
+			NavItem{Key: "tokens", Label: "API tokens", Href: "/settings/tokens", Admin: true},
+			NavItem{Key: "endpoints", Label: "Endpoints", Href: "/settings/endpoints", Admin: true},
+		)
+	}
+	return items
+}
+
+func documentTitle(title string) string {
+	if title == "" {
+		return "Leadpipe"
+	}
+	return title + " · Leadpipe"
+}
+
+func openAlertsText(n int) string {
+	if n == 1 {
+		return "1 open alert"
+	}
+	return strconv.Itoa(n) + " open alerts"
+}
+
+// initials gives the avatar letters: "Dana Scully" → "DS", "dana@x" → "D".
+func initials(name, email string) string {
+	src := name
+	if src == "" {
+		src = email
+	}
+	var out []rune
+	word := true
+	for _, r := range src {
+		switch {
+		case r == ' ' || r == '.' || r == '-' || r == '_':
+			word = true
+		case r == '@':
+			word = false
+			if len(out) > 0 {
+				return string(out)
+			}
+		case word:
+			out = append(out, unicode.ToUpper(r))
+			word = false
+		}
+		if len(out) == 2 {
+			break
+		}
+	}
+	return string(out)
+}
+
+func displayName(u *User) string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return u.Email
+}
+
+func roleLabel(role string) string {
+	switch role {
+	case RoleAdmin:
+		return "Admin"
+	case RoleStaff:
+		return "Staff"
+	}
+	return role
+}
