@@ -4,7 +4,7 @@ CREATE TABLE IF NOT EXISTS leads (
   tenant_id         CHAR(26)     CHARACTER SET ascii NOT NULL,
   id                CHAR(26)     CHARACTER SET ascii NOT NULL,
   source_id         CHAR(26)     CHARACTER SET ascii NOT NULL DEFAULT '',
-  source_ref        VARCHAR(191) NOT NULL,
+  source_ref        VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   payload           JSON         NULL,
   email             VARCHAR(320) NOT NULL DEFAULT '',
   name              VARCHAR(255) NOT NULL DEFAULT '',

@@ -83,9 +83,18 @@ func SampleConfig(kindName string) json.RawMessage {
 	if kindName != Generic {
 		return nil
 	}
-	return json.RawMessage(`{"signature_header":"X-Signature","encoding":"hex","prefix":"sha256=",` +
-		`"delivery_id_path":"$.event.id","natural_key_path":"$.lead.id",` +
-		`"fields":{"email":"$.lead.email","name":"$.lead.name","phone":"$.lead.phone","company":"$.lead.company","created_at":"$.lead.created_at"}}`)
+	b, err := json.Marshal(GenericConfig{
+		SignatureHeader: "X-Signature", Encoding: "hex", Prefix: "sha256=",
+		DeliveryIDPath: "$.event.id", NaturalKeyPath: "$.lead.id",
+		Fields: map[string]string{
+			"email": "$.lead.email", "name": "$.lead.name", "phone": "$.lead.phone",
+			"company": "$.lead.company", "created_at": "$.lead.created_at",
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // SampleBody returns a payload shaped as the kind's sender documents it, with
