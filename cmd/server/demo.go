@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 
-	"leadpipe/internal/apperr"
 	"leadpipe/internal/app"
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 // The demo tenant's fixed credentials and source secrets. They are for a
@@ -38,7 +39,7 @@ var demoSources = []demoSource{
 	{Slug: "facebook", Name: "Facebook Lead Ads", Kind: "meta", Secret: "leadpipe-demo-meta-app-secret"},
 	{Slug: "google-ads", Name: "Google Ads lead form", Kind: "google-ads", Secret: "leadpipe-demo-google-key"},
 	{Slug: "generic", Name: "Partner CRM (generic HMAC)", Kind: "generic", Secret: "leadpipe-demo-generic",
-		Config: json.RawMessage(`{"signature_header":"X-Signature","encoding":"hex","prefix":"sha256=","delivery_id_path":"$.event_id","natural_key_path":"$.lead.id","fields":{"email":"$.lead.email","name":"$.lead.name","phone":"$.lead.phone","company":"$.lead.company"}}`)},
+		Config: kinds.SampleConfig("generic")},
 }
 
 // ensureDemo creates (once) the demo tenant, an admin, a staff user and one

@@ -1,13 +1,138 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"leadpipe/internal/config"
+	"leadpipe/internal/webhooks/kinds"
 )
 
+var firstNames = []string{"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia", "Linus", "Margaret", "Dennis"}
+var lastNames = []string{"Lovelace", "Hopper", "Turing", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson", "Perlman", "Torvalds", "Hamilton", "Ritchie"}
+var companies = []string{"Analytical Engines", "Cobol Corp", "Enigma Ltd", "Shortest Path", "Substitution Inc", "TeX Works", "Fortran Labs", "Unix Co"}
+
+// demoSend posts correctly signed deliveries of every demo source kind to a
+// running server: a sender simulator for newcomers and load tests.
 func demoSend(ctx context.Context, cfg *config.Config, args []string, getenv func(string) string, out io.Writer) error {
-	return fmt.Errorf("demo-send: not built yet")
+	fs := flag.NewFlagSet("demo-send", flag.ContinueOnError)
+	fs.SetOutput(out)
+	base := fs.String("url", cfg.BaseURL, "server base URL")
+	tenant := fs.String("tenant", demoSlug, "tenant slug")
+	n := fs.Int("n", 60, "distinct deliveries to send (spread over the kinds)")
+	dup := fs.Float64("dup", 0.1, "fraction of extra duplicate sends (0..1)")
+	conc := fs.Int("c", 8, "concurrent senders")
+	only := fs.String("kinds", "", "comma-separated kinds (default: all demo sources)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dup < 0 || *dup > 1 || *n < 1 || *conc < 1 {
+		return fmt.Errorf("demo-send: -n ≥ 1, -c ≥ 1, 0 ≤ -dup ≤ 1")
+	}
+	var srcs []demoSource
+	for _, s := range demoSources {
+		if *only == "" || strings.Contains(","+*only+",", ","+s.Kind+",") {
+			srcs = append(srcs, s)
+		}
+	}
+	if len(srcs) == 0 {
+		return fmt.Errorf("demo-send: no demo source matches -kinds %q", *only)
+	}
+	type job struct {
+		src      demoSource
+		id, ref  string
+		fields   kinds.Lead
+		repeated bool
+	}
+	run := time.Now().UnixNano()
+	var list []job
+	for i := 0; i < *n; i++ {
+		s := srcs[i%len(srcs)]
+		fn, ln := firstNames[rand.IntN(len(firstNames))], lastNames[rand.IntN(len(lastNames))]
+		f := kinds.Lead{Name: fn + " " + ln, Email: strings.ToLower(fn+"."+ln) + fmt.Sprintf("+%d@example.com", i),
+			Phone: fmt.Sprintf("+1555%07d", rand.IntN(10000000)), Company: companies[rand.IntN(len(companies))]}
+		j := job{src: s, id: fmt.Sprintf("demo-%d-%d", run, i), ref: fmt.Sprintf("lead-%d-%d", run, i), fields: f}
+		list = append(list, j)
+		if rand.Float64() < *dup {
+			j.repeated = true
+			list = append(list, j)
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var mu sync.Mutex
+	statuses := map[string]int{}
+	var lat []time.Duration
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < *conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(list) || ctx.Err() != nil {
+					return
+				}
+				j := list[i]
+				now := time.Now()
+				body := kinds.SampleBody(j.src.Kind, j.id, j.ref, j.fields, now)
+				h, body, err := kinds.Sign(j.src.Kind, j.src.Config, j.src.Secret, j.id, body, now)
+				if err != nil {
+					mu.Lock()
+					statuses["sign error"]++
+					mu.Unlock()
+					continue
+				}
+				url := strings.TrimRight(*base, "/") + "/hooks/" + *tenant + "/" + j.src.Slug
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				req.Header = h
+				req.Header.Set("Content-Type", "application/json")
+				t0 := time.Now()
+				res, err := client.Do(req)
+				d := time.Since(t0)
+				key := ""
+				if err != nil {
+					key = "error: " + err.Error()
+				} else {
+					var ack struct{ Status string }
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					_ = json.Unmarshal(b, &ack)
+					key = fmt.Sprintf("%d %s", res.StatusCode, ack.Status)
+				}
+				mu.Lock()
+				statuses[key]++
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	fmt.Fprintf(out, "sent %d requests (%d distinct deliveries) to %s in %s (%.0f req/s)\n", len(list), *n, *base, el.Round(time.Millisecond), float64(len(list))/el.Seconds())
+	keys := make([]string, 0, len(statuses))
+	for k := range statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %-24s %d\n", k, statuses[k])
+	}
+	if len(lat) > 0 {
+		fmt.Fprintf(out, "  latency p50 %s  p99 %s\n", lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
+	}
+	return nil
 }

@@ -18,10 +18,12 @@ import (
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/monitor"
 	"leadpipe/internal/secretbox"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
+	"leadpipe/internal/webhooks"
 )
 
 // App holds every long-lived dependency.
@@ -34,6 +36,10 @@ type App struct {
 	RDB   *redis.Client
 	Queue *asynq.Client
 	Jobs  *jobs.Registry
+
+	Stats     monitor.Sink // set by wireMonitor; Discard until then
+	Ingest    *webhooks.Ingest
+	Processor *webhooks.Processor
 
 	Tenants *tenants.Service
 	Sources *sources.Service
@@ -57,7 +63,7 @@ func NewLogger(cfg *config.Config, w *os.File) *slog.Logger {
 // Open connects to MySQL (creating the database if needed), applies
 // migrations, connects Redis and builds every service.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
-	a := &App{Cfg: cfg, Log: log, Jobs: &jobs.Registry{}}
+	a := &App{Cfg: cfg, Log: log, Jobs: &jobs.Registry{}, Stats: monitor.Discard{}}
 	box, err := secretbox.New(cfg.SecretKey)
 	if err != nil {
 		return nil, err

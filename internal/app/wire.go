@@ -3,9 +3,10 @@ package app
 import "context"
 
 // wire connects the subsystems: services, routes, task handlers and
-// periodic tasks. Each area has its own wire_<area>.go.
+// periodic tasks. Each area has its own wire_<area>.go. Monitor goes first:
+// it sets a.Stats, which ingest and reconcile record into.
 func (a *App) wire(ctx context.Context) error {
-	for _, f := range []func(context.Context) error{a.wireIngest, a.wireLeads, a.wireMonitor, a.wireReconcile, a.wireUI} {
+	for _, f := range []func(context.Context) error{a.wireMonitor, a.wireIngest, a.wireLeads, a.wireReconcile, a.wireUI} {
 		if err := f(ctx); err != nil {
 			return err
 		}

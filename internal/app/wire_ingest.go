@@ -1,5 +1,38 @@
 package app
 
-import "context"
+import (
+	"context"
+	"time"
 
-func (a *App) wireIngest(ctx context.Context) error { return nil }
+	"github.com/hibiken/asynq"
+
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// wireIngest mounts the webhook endpoint, the delivery processor and the
+// sweeper, and gives the sources service the kinds' config rules.
+func (a *App) wireIngest(ctx context.Context) error {
+	a.Sources.ValidateConfig = kinds.ValidateConfig
+	a.Sources.GenerateSecret = func(kind string) string {
+		s, err := kinds.GenerateSecret(kind)
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	now := func() time.Time { return time.Now().UTC() }
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources, Queue: a.Queue, Stats: a.Stats, Log: a.Log, Now: now}
+	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now}
+	a.Web.Hooks = a.Ingest
+
+	a.Jobs.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
+	sweepAfter := a.Cfg.SweepAfter
+	a.Jobs.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
+		_, err := a.Processor.Sweep(ctx, sweepAfter)
+		return err
+	})
+	a.Jobs.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})
+	return nil
+}

@@ -13,12 +13,11 @@ import (
 
 // Problem is an RFC 9457 problem details body.
 type Problem struct {
-	Type      string            `json:"type"`
-	Title     string            `json:"title"`
-	Status    int               `json:"status"`
-	Detail    string            `json:"detail,omitempty"`
-	Errors    map[string]string `json:"errors,omitempty"`
-	RequestID string            `json:"request_id,omitempty"`
+	Type   string            `json:"type"`
+	Title  string            `json:"title"`
+	Status int               `json:"status"`
+	Detail string            `json:"detail,omitempty"`
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // StatusOf is the one mapping from domain error codes to HTTP statuses.
@@ -74,8 +73,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 
 // WriteProblem writes a problem+json body with the given status.
 func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail string, fields map[string]string) {
-	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: fields,
-		RequestID: RequestID(r.Context())}
+	// The request id travels in the X-Request-Id header, not the body, so
+	// equal errors have byte-identical bodies (unknown tenant vs source).
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: fields}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

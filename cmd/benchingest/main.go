@@ -1,0 +1,232 @@
+// Command benchingest measures the ingest path against the database's own
+// ceiling, in one run on the same MariaDB/MySQL:
+//
+//	(a) raw autocommit single-row INSERT IGNORE rows/s from 16 connections;
+//	(b) signed `standard` webhook deliveries/s acknowledged by a running
+//	    Leadpipe server from 16 concurrent senders, 10% duplicates;
+//
+// and prints b/a with p50/p99 acknowledgement latency. It makes (and drops)
+// its own database and uses its own Redis database number.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"leadpipe/internal/app"
+	"leadpipe/internal/config"
+	"leadpipe/internal/db"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchingest:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dsn := flag.String("dsn", envOr("LEADPIPE_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/leadpipe?parseTime=true&loc=UTC"), "MySQL server (the database name is replaced by a scratch one)")
+	redisAddr := flag.String("redis", envOr("LEADPIPE_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
+	redisDB := flag.Int("redis-db", 10, "Redis database number to use (flushed)")
+	conns := flag.Int("c", 16, "connections / concurrent senders")
+	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
+	dupFrac := flag.Float64("dup", 0.10, "fraction of duplicate deliveries")
+	worker := flag.Bool("worker", false, "also run the Asynq worker in the server process (off: measure acknowledgement alone, as with LEADPIPE_WORKER=off and separate workers)")
+	flag.Parse()
+	ctx := context.Background()
+
+	cfg, err := mysql.ParseDSN(*dsn)
+	if err != nil {
+		return err
+	}
+	cfg.DBName = fmt.Sprintf("leadpipe_bench_%d", time.Now().Unix())
+	benchDSN := cfg.FormatDSN()
+	defer db.DropDatabase(context.Background(), benchDSN)
+
+	// (a) the ceiling: raw single-row INSERT IGNORE, autocommit.
+	d, err := db.Open(ctx, benchDSN)
+	if err != nil {
+		return err
+	}
+	if _, err := d.ExecContext(ctx, `CREATE TABLE raw_claims (tenant_id CHAR(26) CHARACTER SET ascii NOT NULL,
+		source_id CHAR(26) CHARACTER SET ascii NOT NULL, id CHAR(26) CHARACTER SET ascii NOT NULL,
+		delivery_id VARCHAR(191) COLLATE utf8mb4_bin NOT NULL, payload LONGBLOB NOT NULL, received_at DATETIME(6) NOT NULL,
+		PRIMARY KEY (tenant_id, id), UNIQUE KEY uq (tenant_id, source_id, delivery_id))`); err != nil {
+		return err
+	}
+	d.SetMaxOpenConns(*conns)
+	payload := bytes.Repeat([]byte("x"), 400)
+	var seq atomic.Int64
+	rawN, rawLat := hammer(*conns, *dur, func() error {
+		i := seq.Add(1)
+		_, err := d.ExecContext(ctx, `INSERT IGNORE INTO raw_claims VALUES (?, ?, ?, ?, ?, ?)`,
+			"T0000000000000000000000000", "S0000000000000000000000000", db.NewID(), fmt.Sprintf("msg_%d", i), payload, time.Now())
+		return err
+	})
+	d.Close()
+	rawRate := float64(rawN) / dur.Seconds()
+	fmt.Printf("(a) raw INSERT IGNORE, %d connections: %.0f rows/s  p50 %s  p99 %s\n", *conns, rawRate, pct(rawLat, 50), pct(rawLat, 99))
+
+	// (b) the real server on a loopback port.
+	rc := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB})
+	if err := rc.FlushDB(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	rc.Close()
+	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
+		"LEADPIPE_REDIS_DB": fmt.Sprint(*redisDB), "LEADPIPE_LOG_LEVEL": "error",
+		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI="}
+	c, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	a, err := app.Open(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: a.Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if *worker {
+		go a.RunWorker(wctx, 8)
+	}
+	p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: "bench", Name: "Bench", AdminEmail: "bench@bench.test", AdminPassword: "bench-password-1"})
+	if err != nil {
+		return err
+	}
+	_, secret, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String() + "/hooks/bench/landing"
+
+	// Pre-sign enough deliveries so the senders spend no CPU on HMAC. Every
+	// tenth request repeats an earlier delivery (a duplicate).
+	type req struct {
+		h    http.Header
+		body []byte
+	}
+	est := int(rawRate*dur.Seconds()*1.5) + 1000
+	reqs := make([]req, est)
+	var ts time.Time
+	for i := range reqs {
+		if i%1000 == 0 {
+			ts = time.Now().Add(time.Duration(i/2000) * time.Second)
+		}
+		n := i
+		if float64(i%100) < *dupFrac*100 && i > 0 {
+			n = i - 1 - (i % 50) // an earlier delivery: a duplicate
+		}
+		id := fmt.Sprintf("msg_%d", n)
+		body := kinds.SampleBody(kinds.Standard, id, fmt.Sprintf("contact_%d", n), kinds.Lead{Email: fmt.Sprintf("u%d@example.com", n), Name: "Bench"}, ts)
+		h, b, err := kinds.Sign(kinds.Standard, nil, secret, id, body, ts)
+		if err != nil {
+			return err
+		}
+		h.Set("Content-Type", "application/json")
+		reqs[i] = req{h, b}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conns * 2, MaxConnsPerHost: *conns * 2}}
+	var next atomic.Int64
+	var dups, accepted atomic.Int64
+	hookN, hookLat := hammer(*conns, *dur, func() error {
+		i := int(next.Add(1)-1) % len(reqs)
+		r, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(reqs[i].body))
+		r.Header = reqs[i].h.Clone()
+		res, err := client.Do(r)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			return fmt.Errorf("status %d: %s", res.StatusCode, b)
+		}
+		if bytes.Contains(b, []byte(`"duplicate"`)) {
+			dups.Add(1)
+		} else {
+			accepted.Add(1)
+		}
+		return nil
+	})
+	hookRate := float64(hookN) / dur.Seconds()
+	fmt.Printf("(b) webhook deliveries acknowledged, %d senders: %.0f req/s (%d accepted, %d duplicates)  p50 %s  p99 %s  worker in process: %v\n",
+		*conns, hookRate, accepted.Load(), dups.Load(), pct(hookLat, 50), pct(hookLat, 99), *worker)
+	fmt.Printf("ratio b/a = %.2f (target ≥ 0.70), p99 ack latency %s (target ≤ 25ms)\n", hookRate/rawRate, pct(hookLat, 99))
+	return nil
+}
+
+// hammer runs fn from n goroutines for d and returns successes and latencies.
+func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
+	var count atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := fn(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				local = append(local, time.Since(t0))
+				count.Add(1)
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		fmt.Fprintln(os.Stderr, "first error:", err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return count.Load(), all
+}
+
+func pct(lat []time.Duration, p int) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	return lat[len(lat)*p/100].Round(10 * time.Microsecond)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

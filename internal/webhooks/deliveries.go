@@ -1,0 +1,95 @@
+// Package webhooks is the ingest path: verify a signed webhook, claim each
+// delivery id with INSERT IGNORE, answer only after the raw delivery is
+// committed, enqueue processing, and (in the worker) map the stored bytes
+// to a lead through the one sender upsert that reconcile uses too.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"leadpipe/internal/db"
+)
+
+// Delivery is one stored delivery.
+type Delivery struct {
+	TenantID    string     `db:"tenant_id" json:"-"`
+	SourceID    string     `db:"source_id" json:"source_id"`
+	ID          string     `db:"id" json:"id"`
+	DeliveryID  string     `db:"delivery_id" json:"sender_delivery_id"`
+	Origin      string     `db:"origin" json:"origin"`
+	Payload     []byte     `db:"payload" json:"-"`
+	ReceivedAt  time.Time  `db:"received_at" json:"received_at"`
+	ProcessedAt *time.Time `db:"processed_at" json:"processed_at"`
+	LeadID      *string    `db:"lead_id" json:"lead_id"`
+	Attempts    int        `db:"attempts" json:"attempts"`
+	LastError   *string    `db:"last_error" json:"last_error"`
+}
+
+const deliveryCols = `tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id, attempts, last_error`
+
+// DeadLetter is a signed request Leadpipe could not use, kept for admins.
+type DeadLetter struct {
+	TenantID   string          `db:"tenant_id" json:"-"`
+	SourceID   string          `db:"source_id" json:"source_id"`
+	ID         string          `db:"id" json:"id"`
+	Reason     string          `db:"reason" json:"reason"`
+	Headers    json.RawMessage `db:"headers" json:"headers"`
+	Body       []byte          `db:"body" json:"-"`
+	ReceivedAt time.Time       `db:"received_at" json:"received_at"`
+}
+
+func insertDeadLetter(ctx context.Context, x db.Ext, d DeadLetter) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO dead_letters (tenant_id, source_id, id, reason, headers, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, d.TenantID, d.SourceID, d.ID, d.Reason, string(d.Headers), d.Body, d.ReceivedAt)
+	return err
+}
+
+// GetDelivery returns one delivery of the tenant.
+func GetDelivery(ctx context.Context, x db.Ext, tenantID, id string) (Delivery, error) {
+	var d Delivery
+	err := x.GetContext(ctx, &d, `SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return d, db.MapErr(err, "delivery not found", "")
+}
+
+// pendingDeliveries lists a tenant's deliveries still unprocessed that were
+// received before `before` (the sweeper's work), oldest first.
+func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := x.SelectContext(ctx, &ids, `SELECT id FROM deliveries
+		WHERE tenant_id = ? AND processed_at IS NULL AND received_at < ?
+		ORDER BY received_at LIMIT ?`, tenantID, before, limit)
+	return ids, err
+}
+
+// RecentDeliveries lists a source's latest deliveries with their duplicate
+// counts (admin pages).
+func RecentDeliveries(ctx context.Context, x db.Ext, tenantID, sourceID string, limit int) ([]DeliverySummary, error) {
+	var out []DeliverySummary
+	err := x.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id, d.last_error,
+			(SELECT COUNT(*) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS duplicates
+		FROM deliveries d WHERE d.tenant_id = ? AND d.source_id = ?
+		ORDER BY d.received_at DESC LIMIT ?`, tenantID, sourceID, limit)
+	return out, err
+}
+
+// DeliverySummary is a delivery row for lists.
+type DeliverySummary struct {
+	ID          string     `db:"id" json:"id"`
+	DeliveryID  string     `db:"delivery_id" json:"sender_delivery_id"`
+	Origin      string     `db:"origin" json:"origin"`
+	ReceivedAt  time.Time  `db:"received_at" json:"received_at"`
+	ProcessedAt *time.Time `db:"processed_at" json:"processed_at"`
+	LeadID      *string    `db:"lead_id" json:"lead_id"`
+	LastError   *string    `db:"last_error" json:"last_error"`
+	Duplicates  int        `db:"duplicates" json:"duplicates"`
+}
+
+// DeadLetters lists a source's dead letters, newest first.
+func DeadLetters(ctx context.Context, x db.Ext, tenantID, sourceID string, limit int) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := x.SelectContext(ctx, &out, `SELECT tenant_id, source_id, id, reason, IFNULL(headers, '{}') AS headers, body, received_at
+		FROM dead_letters WHERE tenant_id = ? AND source_id = ? ORDER BY received_at DESC LIMIT ?`, tenantID, sourceID, limit)
+	return out, err
+}

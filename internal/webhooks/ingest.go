@@ -1,0 +1,239 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/hibiken/asynq"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/monitor"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/web"
+	"leadpipe/internal/webhooks/kinds"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// MaxBody is the largest webhook body accepted (413 beyond).
+const MaxBody = 1 << 20
+
+// Enqueuer is the part of the Asynq client the ingest path uses.
+type Enqueuer interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+// Ingest is the webhook endpoint POST (and Meta's GET handshake)
+// /hooks/{tenant}/{source}.
+type Ingest struct {
+	DB      *sqlx.DB
+	Claimer *Claimer
+	Sources *sources.Service
+	Queue   Enqueuer
+	Stats   monitor.Sink
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Response bodies.
+type itemResult struct {
+	DeliveryID string `json:"delivery_id"`
+	Status     string `json:"status"`
+}
+
+type ackBody struct {
+	Status     string       `json:"status"`
+	DeliveryID string       `json:"delivery_id,omitempty"`
+	Items      []itemResult `json:"items,omitempty"`
+}
+
+func (in *Ingest) now() time.Time { return in.Now().UTC().Truncate(time.Microsecond) }
+
+// ServeHTTP implements the endpoint.
+func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	kindName, result := "unknown", "error"
+	defer func() { in.Stats.ObserveIngest(kindName, result, time.Since(start)) }()
+
+	res, err := in.Sources.Resolve(r.Context(), chi.URLParam(r, "tenant"), chi.URLParam(r, "source"))
+	if err != nil {
+		result = "not_found"
+		web.WriteError(w, r, in.Log, err)
+		return
+	}
+	src := res.Source
+	kindName = src.Kind
+	if r.Method == http.MethodGet && src.Kind == kinds.Meta {
+		result = "handshake"
+		in.handshake(w, r, src)
+		return
+	}
+	if r.Method != http.MethodPost {
+		result = "method"
+		w.Header().Set("Allow", "POST")
+		web.WriteProblem(w, r, http.StatusMethodNotAllowed, "webhooks are delivered with POST", nil)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			result = "too_large"
+			web.WriteProblem(w, r, http.StatusRequestEntityTooLarge, "webhook body is larger than 1 MiB", nil)
+			return
+		}
+		result = "read_error"
+		web.WriteProblem(w, r, http.StatusBadRequest, "could not read the request body", nil)
+		return
+	}
+	k, err := kinds.New(src.Kind, src.Config)
+	if err != nil {
+		web.WriteError(w, r, in.Log, err)
+		return
+	}
+	now := in.now()
+	if err := k.Verify(r.Header, body, res.Secrets, now); err != nil {
+		result = "rejected"
+		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
+		web.WriteProblem(w, r, http.StatusUnauthorized, signatureDetail(err), nil)
+		return
+	}
+	records, err := k.Parse(r.Header, body)
+	if err == nil {
+		// Map every record now: a record without a natural key is refused
+		// before any delivery id is used up.
+		for _, rec := range records {
+			if _, err = k.Map(rec.Raw); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		result = "dead_letter"
+		if dlErr := in.deadLetter(r.Context(), res.TenantID, src, r.Header, body, err, now); dlErr != nil {
+			web.WriteError(w, r, in.Log, dlErr)
+			return
+		}
+		in.Stats.Add(res.TenantID, src.ID, monitor.DeadLetters, 1, now)
+		web.WriteProblem(w, r, http.StatusUnprocessableEntity, err.Error()+"; the request was kept as a dead letter", nil)
+		return
+	}
+
+	items := make([]itemResult, 0, len(records))
+	var fresh []string
+	for _, rec := range records {
+		d := Delivery{TenantID: res.TenantID, SourceID: src.ID, ID: db.NewID(), DeliveryID: rec.DeliveryID,
+			Origin: "webhook", Payload: rec.Raw, ReceivedAt: now}
+		isNew, orig, err := in.Claimer.Claim(r.Context(), d)
+		if err != nil {
+			web.WriteError(w, r, in.Log, db.MapErr(err, "", ""))
+			return
+		}
+		in.Stats.Add(res.TenantID, src.ID, monitor.Deliveries, 1, now)
+		if isNew {
+			items = append(items, itemResult{DeliveryID: d.ID, Status: "accepted"})
+			fresh = append(fresh, d.ID)
+			continue
+		}
+		in.Stats.Add(res.TenantID, src.ID, monitor.Duplicates, 1, now)
+		items = append(items, itemResult{DeliveryID: orig, Status: "duplicate"})
+	}
+	// Committed: now enqueue. A Redis outage must not fail the sender: the
+	// sweeper enqueues whatever is left unprocessed.
+	for _, id := range fresh {
+		in.enqueue(r.Context(), res.TenantID, id)
+	}
+	ack := ackBody{Status: "duplicate"}
+	if len(fresh) > 0 {
+		ack.Status = "accepted"
+	}
+	result = ack.Status
+	if src.Kind == kinds.Meta {
+		ack.Items = items
+	} else {
+		ack.DeliveryID = items[0].DeliveryID
+	}
+	web.WriteJSON(w, http.StatusOK, ack)
+}
+
+func signatureDetail(err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "signature") && !strings.Contains(msg, "timestamp") {
+		return "invalid signature"
+	}
+	return msg
+}
+
+func (in *Ingest) handshake(w http.ResponseWriter, r *http.Request, src sources.Source) {
+	token, err := in.Sources.VerifyToken(src)
+	if err != nil {
+		web.WriteError(w, r, in.Log, err)
+		return
+	}
+	challenge, ok := kinds.MetaVerifyHandshake(r.URL.Query(), token)
+	if !ok {
+		web.WriteProblem(w, r, http.StatusForbidden, "verification failed: hub.mode must be subscribe and hub.verify_token must match the source's verify token", nil)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = io.WriteString(w, challenge)
+}
+
+func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.Source, h http.Header, body []byte, cause error, now time.Time) error {
+	stripped, err := kinds.StripSecrets(src.Kind, body)
+	if err != nil {
+		stripped = body
+	}
+	keep := map[string]string{}
+	for name, vals := range h {
+		switch strings.ToLower(name) {
+		case "authorization", "cookie", "proxy-authorization":
+			continue
+		}
+		keep[name] = strings.Join(vals, ", ")
+	}
+	hj, _ := json.Marshal(keep)
+	reason := cause.Error()
+	if len(reason) > 1000 {
+		reason = reason[:1000]
+	}
+	err = insertDeadLetter(ctx, in.DB, DeadLetter{TenantID: tenantID, SourceID: src.ID, ID: db.NewID(), Reason: reason,
+		Headers: hj, Body: stripped, ReceivedAt: now})
+	return db.MapErr(err, "", "")
+}
+
+// TypeProcessDelivery is the task that maps a stored delivery to a lead.
+const TypeProcessDelivery = "delivery:process"
+
+// ProcessPayload names the delivery to process.
+type ProcessPayload struct {
+	TenantID   string `json:"tenant_id"`
+	DeliveryID string `json:"delivery_id"` // our row id
+}
+
+// NewProcessTask builds the task; its TaskID is the delivery row id, so
+// the ingest path and the sweeper never queue one delivery twice.
+func NewProcessTask(tenantID, deliveryRowID string) (*asynq.Task, []asynq.Option) {
+	b, _ := json.Marshal(ProcessPayload{TenantID: tenantID, DeliveryID: deliveryRowID})
+	return asynq.NewTask(TypeProcessDelivery, b), []asynq.Option{
+		asynq.TaskID(deliveryRowID), asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
+	}
+}
+
+func (in *Ingest) enqueue(ctx context.Context, tenantID, id string) {
+	t, opts := NewProcessTask(tenantID, id)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
+	defer cancel()
+	if _, err := in.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		in.Log.WarnContext(ctx, "enqueue delivery failed; the sweeper will retry", "delivery", id, "err", err)
+	}
+}

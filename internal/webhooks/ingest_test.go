@@ -1,0 +1,364 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+type hookResp struct {
+	Status int
+	Body   []byte
+	Ack    struct {
+		Status     string `json:"status"`
+		DeliveryID string `json:"delivery_id"`
+		Items      []struct {
+			DeliveryID string `json:"delivery_id"`
+			Status     string `json:"status"`
+		} `json:"items"`
+	}
+}
+
+func send(t testing.TB, url string, h http.Header, body []byte) hookResp {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	out := hookResp{Status: res.StatusCode, Body: b}
+	if res.StatusCode == 200 {
+		if err := json.Unmarshal(b, &out.Ack); err != nil {
+			t.Fatalf("ack %s: %v", b, err)
+		}
+	}
+	return out
+}
+
+type source struct {
+	sources.Source
+	Secret string
+	URL    string
+}
+
+func newSource(t testing.TB, e *apptest.Env, tenantID, slug, kind string) source {
+	t.Helper()
+	in := sources.CreateInput{Slug: slug, Name: slug, Kind: kind, Config: kinds.SampleConfig(kind)}
+	if kind == kinds.Meta {
+		in.VerifyToken = "verify-me"
+	}
+	src, secret, err := e.App.Sources.Create(context.Background(), tenantID, in)
+	if err != nil {
+		t.Fatalf("create source %s: %v", kind, err)
+	}
+	var tslug string
+	if err := e.App.DB.GetContext(context.Background(), &tslug, `SELECT slug FROM tenants WHERE id = ?`, tenantID); err != nil {
+		t.Fatal(err)
+	}
+	return source{Source: src, Secret: secret, URL: e.URL + "/hooks/" + tslug + "/" + slug}
+}
+
+func signed(t testing.TB, s source, deliveryID, ref string, f kinds.Lead, now time.Time) (http.Header, []byte) {
+	t.Helper()
+	body := kinds.SampleBody(s.Kind, deliveryID, ref, f, now)
+	h, b, err := kinds.Sign(s.Kind, kinds.SampleConfig(s.Kind), s.Secret, deliveryID, body, now)
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	return h, b
+}
+
+func count(t testing.TB, e *apptest.Env, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.App.DB.GetContext(context.Background(), &n, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func TestEveryKindEndToEnd(t *testing.T) {
+	e := apptest.New(t, "hooks_kinds", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("acme")
+	for _, kind := range kinds.Names() {
+		t.Run(kind, func(t *testing.T) {
+			s := newSource(t, e, ten.ID, "src-"+kind, kind)
+			now := time.Now()
+			f := kinds.Lead{Email: "ada+" + kind + "@example.com", Name: "Ada " + kind, Phone: "+15550100", Company: "Analytical"}
+			h, body := signed(t, s, "dlv-"+kind+"-1", "ref-"+kind+"-1", f, now)
+
+			// Tampering: one byte changed → 401, nothing stored.
+			tampered := bytes.Clone(body)
+			i := bytes.Index(tampered, []byte("Ada"))
+			if i < 0 {
+				i = len(tampered) / 2
+			}
+			tampered[i] ^= 0x20
+			if kind == kinds.GoogleAds { // no body signature: the key in the body is the credential
+				tampered = bytes.Replace(body, []byte(s.Secret), []byte(s.Secret[:len(s.Secret)-1]+"x"), 1)
+			}
+			if r := send(t, s.URL, h, tampered); r.Status != 401 {
+				t.Fatalf("tampered: %d %s", r.Status, r.Body)
+			}
+			// Wrong secret → 401.
+			wrong := s
+			wrong.Secret = strings.Repeat("a", 40)
+			if kind == kinds.Standard {
+				wrong.Secret = "whsec_" + "d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldA=="
+			}
+			wh, wb := signed(t, wrong, "dlv-"+kind+"-1", "ref-"+kind+"-1", f, now)
+			if r := send(t, s.URL, wh, wb); r.Status != 401 {
+				t.Fatalf("wrong secret: %d %s", r.Status, r.Body)
+			}
+			// Stale and future timestamps where the kind has one.
+			if kind == kinds.Standard || kind == kinds.Timestamped {
+				for _, skew := range []time.Duration{-6 * time.Minute, 6 * time.Minute} {
+					sh, sb := signed(t, s, "dlv-"+kind+"-1", "ref-"+kind+"-1", f, now.Add(skew))
+					if r := send(t, s.URL, sh, sb); r.Status != 401 {
+						t.Fatalf("skew %s: %d %s", skew, r.Status, r.Body)
+					}
+				}
+			}
+			if n := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); n != 0 {
+				t.Fatalf("rejected requests stored %d deliveries", n)
+			}
+
+			r := send(t, s.URL, h, body)
+			if r.Status != 200 || r.Ack.Status != "accepted" {
+				t.Fatalf("valid: %d %s", r.Status, r.Body)
+			}
+			r2 := send(t, s.URL, h, body)
+			if r2.Status != 200 || r2.Ack.Status != "duplicate" {
+				t.Fatalf("repeat: %d %s", r2.Status, r2.Body)
+			}
+			if kind == kinds.Meta {
+				if r.Ack.Items[0].DeliveryID != r2.Ack.Items[0].DeliveryID || r2.Ack.Items[0].Status != "duplicate" {
+					t.Fatalf("meta items %s / %s", r.Body, r2.Body)
+				}
+			} else if r.Ack.DeliveryID == "" || r.Ack.DeliveryID != r2.Ack.DeliveryID {
+				t.Fatalf("duplicate must name the original: %s / %s", r.Body, r2.Body)
+			}
+			apptest.Eventually(t, 15*time.Second, "lead from "+kind, func() bool {
+				return count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID) == 1
+			})
+			var l leads.Lead
+			if err := e.App.DB.GetContext(context.Background(), &l, `SELECT `+leads.LeadCols+` FROM leads WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); err != nil {
+				t.Fatal(err)
+			}
+			if kind != kinds.Meta { // a meta webhook carries only the leadgen id until enrichment
+				if l.Email != f.Email || l.Name != f.Name {
+					t.Fatalf("lead fields %+v", l)
+				}
+			}
+			if l.Status != "new" || l.Version != 1 || l.TimesSeen != 1 {
+				t.Fatalf("lead state %+v", l)
+			}
+		})
+	}
+}
+
+func TestConcurrentIdenticalDeliveries(t *testing.T) {
+	e := apptest.New(t, "hooks_conc", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("conc")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	h, body := signed(t, s, "msg_2Kx9", "contact_77", kinds.Lead{Email: "c@example.com", Name: "Con Current"}, time.Now())
+
+	const n = 50
+	var wg sync.WaitGroup
+	results := make([]hookResp, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i] = send(t, s.URL, h, body)
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	accepted, dups := 0, 0
+	ids := map[string]bool{}
+	for _, r := range results {
+		if r.Status != 200 {
+			t.Fatalf("status %d %s", r.Status, r.Body)
+		}
+		ids[r.Ack.DeliveryID] = true
+		switch r.Ack.Status {
+		case "accepted":
+			accepted++
+		case "duplicate":
+			dups++
+		}
+	}
+	if accepted != 1 || dups != n-1 || len(ids) != 1 {
+		t.Fatalf("accepted=%d duplicates=%d distinct ids=%d", accepted, dups, len(ids))
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 1 {
+		t.Fatalf("%d delivery rows", c)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM delivery_duplicates WHERE tenant_id = ?`, ten.ID); c != n-1 {
+		t.Fatalf("%d duplicate rows", c)
+	}
+	apptest.Eventually(t, 15*time.Second, "processed", func() bool {
+		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND processed_at IS NOT NULL`, ten.ID) == 1
+	})
+	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID); c != 1 {
+		t.Fatalf("%d leads", c)
+	}
+	if c := count(t, e, `SELECT times_seen FROM leads WHERE tenant_id = ?`, ten.ID); c != 1 {
+		t.Fatalf("times_seen %d", c)
+	}
+}
+
+func TestHumanFieldsSurviveRedelivery(t *testing.T) {
+	e := apptest.New(t, "hooks_human", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("human")
+	s := newSource(t, e, ten.ID, "stripe", kinds.Timestamped)
+	ctx := context.Background()
+	h, body := signed(t, s, "evt_1", "cus_42", kinds.Lead{Email: "old@example.com", Name: "Quinn"}, time.Now())
+	if r := send(t, s.URL, h, body); r.Ack.Status != "accepted" {
+		t.Fatalf("%s", r.Body)
+	}
+	var leadID string
+	apptest.Eventually(t, 15*time.Second, "lead", func() bool {
+		return e.App.DB.GetContext(ctx, &leadID, `SELECT id FROM leads WHERE tenant_id = ?`, ten.ID) == nil
+	})
+	// A human qualifies the lead (version 1 → 2) and tags it.
+	if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET status = 'qualified', tags = '["vip"]', version = version + 1 WHERE tenant_id = ? AND id = ?`, ten.ID, leadID); err != nil {
+		t.Fatal(err)
+	}
+	// The sender re-delivers the record (new event id) with a changed email.
+	h2, body2 := signed(t, s, "evt_2", "cus_42", kinds.Lead{Email: "new@example.com", Name: "Quinn"}, time.Now())
+	if r := send(t, s.URL, h2, body2); r.Ack.Status != "accepted" {
+		t.Fatalf("%s", r.Body)
+	}
+	apptest.Eventually(t, 15*time.Second, "refresh", func() bool {
+		l, err := leads.Get(ctx, e.App.DB, ten.ID, leadID)
+		return err == nil && l.Email == "new@example.com"
+	})
+	l, _ := leads.Get(ctx, e.App.DB, ten.ID, leadID)
+	if l.Status != "qualified" || l.Version != 2 || len(l.Tags) != 1 || l.Tags[0] != "vip" || l.TimesSeen != 2 {
+		t.Fatalf("human fields changed: %+v", l)
+	}
+	if !strings.Contains(string(l.Payload), "new@example.com") {
+		t.Fatalf("payload not refreshed: %s", l.Payload)
+	}
+}
+
+func TestRejections(t *testing.T) {
+	e := apptest.New(t, "hooks_rej", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("rej")
+	s := newSource(t, e, ten.ID, "tf", kinds.Typeform)
+
+	// Unknown tenant and unknown source: identical 404 bodies.
+	h, body := signed(t, s, "ev1", "tok1", kinds.Lead{Email: "x@example.com"}, time.Now())
+	r1 := send(t, e.URL+"/hooks/nobody/tf", h, body)
+	r2 := send(t, e.URL+"/hooks/rej/nothing", h, body)
+	if r1.Status != 404 || r2.Status != 404 || !bytes.Equal(r1.Body, r2.Body) {
+		t.Fatalf("404s differ: %d %s / %d %s", r1.Status, r1.Body, r2.Status, r2.Body)
+	}
+	// Body over 1 MiB → 413.
+	big := append([]byte(`{"event_id":"x","pad":"`), bytes.Repeat([]byte("a"), webhooks.MaxBody)...)
+	big = append(big, `"}`...)
+	bh, bb, _ := kinds.Sign(s.Kind, nil, s.Secret, "x", big, time.Now())
+	if r := send(t, s.URL, bh, bb); r.Status != 413 {
+		t.Fatalf("huge: %d", r.Status)
+	}
+	// Signed but malformed JSON → 422 and a dead letter with the raw body.
+	bad := []byte(`{"event_id": "ev-bad", "form_response": {`)
+	mh, mb, _ := kinds.Sign(s.Kind, nil, s.Secret, "ev-bad", bad, time.Now())
+	r := send(t, s.URL, mh, mb)
+	if r.Status != 422 {
+		t.Fatalf("malformed: %d %s", r.Status, r.Body)
+	}
+	var kept []byte
+	if err := e.App.DB.GetContext(context.Background(), &kept, `SELECT body FROM dead_letters WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); err != nil || !bytes.Equal(kept, bad) {
+		t.Fatalf("dead letter %q %v", kept, err)
+	}
+	// Signed, parseable, but no delivery id → 422, and it uses up nothing.
+	noID := []byte(`{"form_response":{"token":"t1"}}`)
+	nh, nb, _ := kinds.Sign(s.Kind, nil, s.Secret, "", noID, time.Now())
+	if r := send(t, s.URL, nh, nb); r.Status != 422 {
+		t.Fatalf("no id: %d %s", r.Status, r.Body)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 0 {
+		t.Fatalf("rejected requests used %d delivery ids", c)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM dead_letters WHERE tenant_id = ?`, ten.ID); c != 2 {
+		t.Fatalf("%d dead letters", c)
+	}
+	// Errors are problem+json.
+	req, _ := http.NewRequest("POST", s.URL, strings.NewReader("{}"))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 401 || res.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("unsigned: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}
+
+func TestMetaHandshakeAndBatch(t *testing.T) {
+	e := apptest.New(t, "hooks_meta", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("meta")
+	s := newSource(t, e, ten.ID, "fb", kinds.Meta)
+	get := func(q string) (int, string) {
+		res, err := http.Get(s.URL + "?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if st, b := get("hub.mode=subscribe&hub.verify_token=verify-me&hub.challenge=1158201444"); st != 200 || b != "1158201444" {
+		t.Fatalf("handshake %d %q", st, b)
+	}
+	if st, _ := get("hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1"); st != 403 {
+		t.Fatalf("bad token %d", st)
+	}
+	// One POST carrying two leads; then again with one new and one old.
+	now := time.Now().Unix()
+	mk := func(ids ...string) []byte {
+		var changes []string
+		for _, id := range ids {
+			changes = append(changes, fmt.Sprintf(`{"field":"leadgen","value":{"leadgen_id":"%s","form_id":"9","page_id":"1","created_time":%d}}`, id, now))
+		}
+		return []byte(`{"object":"page","entry":[{"id":"1","time":` + fmt.Sprint(now) + `,"changes":[` + strings.Join(changes, ",") + `]}]}`)
+	}
+	h, b, _ := kinds.Sign(kinds.Meta, nil, s.Secret, "", mk("111", "222"), time.Now())
+	r := send(t, s.URL, h, b)
+	if r.Ack.Status != "accepted" || len(r.Ack.Items) != 2 || r.Ack.Items[0].Status != "accepted" {
+		t.Fatalf("batch %s", r.Body)
+	}
+	h, b, _ = kinds.Sign(kinds.Meta, nil, s.Secret, "", mk("222", "333"), time.Now())
+	r = send(t, s.URL, h, b)
+	if r.Ack.Status != "accepted" || r.Ack.Items[0].Status != "duplicate" || r.Ack.Items[1].Status != "accepted" {
+		t.Fatalf("mixed batch %s", r.Body)
+	}
+	h, b, _ = kinds.Sign(kinds.Meta, nil, s.Secret, "", mk("111"), time.Now())
+	if r = send(t, s.URL, h, b); r.Ack.Status != "duplicate" {
+		t.Fatalf("all-duplicate batch %s", r.Body)
+	}
+}

@@ -1,0 +1,175 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// Processor maps stored deliveries (and reconciled records) to leads.
+type Processor struct {
+	DB      *sqlx.DB
+	Sources *sources.Service
+	Queue   Enqueuer
+	Log     *slog.Logger
+	Now     func() time.Time
+	// AfterUpsert runs after a committed webhook upsert (e.g. queue Meta
+	// enrichment). Optional.
+	AfterUpsert func(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead)
+}
+
+func (p *Processor) now() time.Time { return p.Now().UTC().Truncate(time.Microsecond) }
+
+// Result of applying one record.
+type Result struct {
+	LeadID string
+	New    bool
+	Lead   kinds.Lead
+}
+
+// Apply is THE path from a sender's record to a lead, shared by webhook
+// deliveries and reconcile: map the raw bytes with the source's kind and
+// upsert through the natural key, touching sender-owned fields only.
+func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Result, error) {
+	k, err := kinds.New(src.Kind, src.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	l, err := k.Map(raw)
+	if err != nil {
+		return Result{}, err
+	}
+	id, created, err := leads.UpsertFromSender(ctx, tx, tenantID, src.ID, leads.SenderRecord{
+		SourceRef: l.SourceRef, Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
+		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload,
+	}, now)
+	return Result{LeadID: id, New: created, Lead: l}, err
+}
+
+// ErrAlreadyProcessed means another run processed the delivery first.
+var errAlreadyProcessed = errors.New("delivery already processed")
+
+// ProcessDelivery maps one stored delivery to its lead and marks it
+// processed, in one transaction. Running it twice changes nothing: the
+// delivery row is locked and a processed delivery is skipped.
+func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID string) (Result, error) {
+	var res Result
+	var src sources.Source
+	err := db.InTx(ctx, p.DB, func(tx *sqlx.Tx) error {
+		var d Delivery
+		err := tx.GetContext(ctx, &d, `SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id = ? FOR UPDATE`,
+			tenantID, deliveryRowID)
+		if err != nil {
+			return db.MapErr(err, "delivery not found", "")
+		}
+		if d.ProcessedAt != nil {
+			return errAlreadyProcessed
+		}
+		if src, err = p.Sources.Get(ctx, tenantID, d.SourceID); err != nil {
+			return err
+		}
+		now := p.now()
+		if res, err = Apply(ctx, tx, tenantID, src, d.Payload, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL
+			WHERE tenant_id = ? AND id = ?`, now, res.LeadID, tenantID, deliveryRowID)
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	if p.AfterUpsert != nil {
+		p.AfterUpsert(ctx, tenantID, src, res.LeadID, res.Lead)
+	}
+	return res, nil
+}
+
+// markFailed records a permanent failure so the sweeper stops re-queuing.
+func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
+	msg := cause.Error()
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET processed_at = ?, attempts = attempts + 1, last_error = ?
+		WHERE tenant_id = ? AND id = ? AND processed_at IS NULL`, p.now(), msg, tenantID, id)
+	if err != nil {
+		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
+	}
+}
+
+// HandleProcess is the Asynq handler of TypeProcessDelivery.
+func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
+	var pl ProcessPayload
+	if err := json.Unmarshal(t.Payload(), &pl); err != nil || !db.ValidID(pl.TenantID) || !db.ValidID(pl.DeliveryID) {
+		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
+	}
+	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
+	switch {
+	case err == nil, errors.Is(err, errAlreadyProcessed):
+		return nil
+	case apperr.Is(err, apperr.NotFound):
+		// The delivery or its source is gone (tenant deleted): nothing to do.
+		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
+	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind):
+		// The stored bytes can never map: a dead letter, not a retry loop.
+		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
+		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
+	}
+	return err // transient (database): Asynq retries with backoff
+}
+
+// TypeSweep re-enqueues deliveries left unprocessed (Redis was down, a
+// worker crashed between commit and enqueue).
+const TypeSweep = "delivery:sweep"
+
+// Sweep enqueues every delivery unprocessed for longer than after.
+func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error) {
+	var tenantIDs []string
+	if err := p.DB.SelectContext(ctx, &tenantIDs, `SELECT id FROM tenants`); err != nil {
+		return 0, err
+	}
+	before := p.now().Add(-after)
+	n := 0
+	for _, tid := range tenantIDs {
+		for {
+			ids, err := pendingDeliveries(ctx, p.DB, tid, before, 500)
+			if err != nil {
+				return n, err
+			}
+			queued := 0
+			for _, id := range ids {
+				t, opts := NewProcessTask(tid, id)
+				_, err := p.Queue.EnqueueContext(ctx, t, opts...)
+				if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+					return n, fmt.Errorf("sweep enqueue: %w", err)
+				}
+				if err == nil {
+					queued++
+				}
+			}
+			n += queued
+			// A full page where everything was already queued: stop, the
+			// queue holds them; otherwise continue only while pages are full.
+			if len(ids) < 500 || queued == 0 {
+				break
+			}
+		}
+	}
+	if n > 0 {
+		p.Log.InfoContext(ctx, "sweeper enqueued unprocessed deliveries", "count", n)
+	}
+	return n, nil
+}
