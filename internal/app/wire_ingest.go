@@ -15,6 +15,7 @@ import (
 // sweeper, and gives the sources service the kinds' config rules.
 func (a *App) wireIngest(ctx context.Context) error {
 	a.Sources.ValidateConfig = kinds.ValidateConfig
+	a.Sources.ValidateSecret = kinds.ValidateSecret
 	a.Sources.GenerateSecret = func(kind string) string {
 		s, err := kinds.GenerateSecret(kind)
 		if err != nil {

@@ -30,6 +30,8 @@ type Service struct {
 	ValidateConfig func(kind string, config json.RawMessage) map[string]string
 	// GenerateSecret makes a fresh secret in the kind's format.
 	GenerateSecret func(kind string) string
+	// ValidateSecret checks a user-supplied secret's format for the kind.
+	ValidateSecret func(kind, secret string) error
 	// CheckURL validates a reconcile base URL (SSRF guard); nil: syntax only.
 	CheckURL func(raw string) error
 
@@ -97,6 +99,10 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 	}
 	if len(in.Secret) > 512 {
 		f["secret"] = "at most 512 characters"
+	} else if in.Secret != "" && s.ValidateSecret != nil {
+		if err := s.ValidateSecret(in.Kind, in.Secret); err != nil {
+			f["secret"] = err.Error()
+		}
 	}
 	if in.Kind != "meta" && in.VerifyToken != "" {
 		f["verify_token"] = "only meta sources use a verify token"
@@ -343,6 +349,10 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 		}
 		if secret == "" {
 			secret = s.generateSecret(src.Kind)
+		} else if s.ValidateSecret != nil {
+			if err := s.ValidateSecret(src.Kind, secret); err != nil {
+				return apperr.InvalidFields(map[string]string{"secret": err.Error()})
+			}
 		}
 		now := s.now()
 		if err := expireCurrent(ctx, tx, tenantID, id, now.Add(time.Duration(grace)*time.Second)); err != nil {
