@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -96,7 +98,29 @@ func (c *Claimer) loop() {
 func (c *Claimer) run(batch []*claimReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	results, err := claimBatch(ctx, c.DB, batch)
+	// Rows in key order: two batches then take their locks in the same
+	// order, which keeps overlapping batches from deadlocking each other.
+	sort.SliceStable(batch, func(i, j int) bool {
+		a, b := batch[i].d, batch[j].d
+		if a.TenantID != b.TenantID {
+			return a.TenantID < b.TenantID
+		}
+		if a.SourceID != b.SourceID {
+			return a.SourceID < b.SourceID
+		}
+		return a.DeliveryID < b.DeliveryID
+	})
+	var results []claimRes
+	var err error
+	for attempt := 0; attempt < 6; attempt++ {
+		// A deadlock (1213) or lock wait timeout rolls the whole statement
+		// back; INSERT IGNORE is safe to repeat with the same ids.
+		results, err = claimBatch(ctx, c.DB, batch)
+		if err == nil || !db.Retryable(err) {
+			break
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.done <- claimRes{err: err}

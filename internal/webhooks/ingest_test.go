@@ -362,3 +362,58 @@ func TestMetaHandshakeAndBatch(t *testing.T) {
 		t.Fatalf("all-duplicate batch %s", r.Body)
 	}
 }
+
+// Sixteen senders replaying the same 60 deliveries in different orders:
+// overlapping group-commit batches must neither fail nor double-accept.
+func TestOverlappingBatches(t *testing.T) {
+	e := apptest.New(t, "hooks_overlap", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("overlap")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	const ids, senders = 60, 16
+	type msg struct {
+		h http.Header
+		b []byte
+	}
+	msgs := make([]msg, ids)
+	for i := range msgs {
+		h, b := signed(t, s, fmt.Sprintf("m%03d", i), fmt.Sprintf("c%03d", i), kinds.Lead{Email: fmt.Sprintf("o%d@example.com", i)}, time.Now())
+		msgs[i] = msg{h, b}
+	}
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	var wg sync.WaitGroup
+	for g := 0; g < senders; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := 0; k < ids; k++ {
+				i := (k*7 + g*13) % ids // a different order per sender
+				r := send(t, s.URL, msgs[i].h, msgs[i].b)
+				if r.Status != 200 {
+					t.Errorf("sender %d msg %d: %d %s", g, i, r.Status, r.Body)
+					return
+				}
+				if r.Ack.Status == "accepted" {
+					mu.Lock()
+					accepted[r.Ack.DeliveryID]++
+					mu.Unlock()
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if len(accepted) != ids {
+		t.Fatalf("%d deliveries accepted, want %d", len(accepted), ids)
+	}
+	for id, n := range accepted {
+		if n != 1 {
+			t.Fatalf("delivery %s accepted %d times", id, n)
+		}
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != ids {
+		t.Fatalf("%d delivery rows", c)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM delivery_duplicates WHERE tenant_id = ?`, ten.ID); c != ids*(senders-1) {
+		t.Fatalf("%d duplicate rows, want %d", c, ids*(senders-1))
+	}
+}
