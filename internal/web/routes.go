@@ -22,6 +22,7 @@ func (s *Server) Routes() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	r.Get("/api/openapi.yaml", s.openAPISpec)
 	if s.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", s.Metrics)
 	}
@@ -43,10 +44,14 @@ func (s *Server) Routes() http.Handler {
 		r.Patch("/sources/{id}", s.patchSource)
 		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
 		// routes:leads
+		s.leadRoutes(r)
 		// routes:monitor
+		s.monitorRoutes(r)
 		// routes:reconcile
+		s.reconcileRoutes(r)
 	})
 	// routes:ui
+	s.uiRoutes(r)
 
 	for _, mount := range s.Extra {
 		mount(r)

@@ -10,6 +10,10 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/config"
+	"leadpipe/internal/idempotency"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/monitor"
+	"leadpipe/internal/reconcile"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 )
@@ -28,9 +32,14 @@ type Server struct {
 	// Subsystem services; each area adds its own line below its anchor.
 	// anchor:ingest
 	// anchor:leads
+	Leads *leads.Service          // leads API: list, search, edit, notes, timeline
+	Idem  *idempotency.Middleware // Idempotency-Key on the leads API's POSTs
 	// anchor:monitor
+	Monitor *monitor.Service // duplicate-rate statistics, alert rules and alerts
 	// anchor:reconcile
+	Reconcile *reconcile.Service // reconcile runs: list and "Reconcile now"
 	// anchor:ui
+	ui *uiState // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	// Mounted subsystems (nil ones are left out of the route table).
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}

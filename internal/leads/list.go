@@ -1,0 +1,154 @@
+package leads
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"unicode/utf8"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+)
+
+// Page sizes of GET /api/v1/leads.
+const (
+	defaultLimit = 50
+	maxLimit     = 200
+)
+
+// OwnerNone as Filter.OwnerID lists unassigned leads.
+const OwnerNone = "none"
+
+// SourceManual as Filter.SourceID lists leads people created.
+const SourceManual = "manual"
+
+// Filter selects leads; every field is optional.
+type Filter struct {
+	Status   string
+	SourceID string // a source id, or SourceManual
+	OwnerID  string // a user id, or OwnerNone
+	Q        string // search: word prefixes of name, email, company
+	Limit    int    // 1..200, default 50 (larger values are capped)
+	Cursor   string // next_cursor of the previous page
+}
+
+// Page is one page of leads, newest first.
+type Page struct {
+	Items      []Lead
+	NextCursor string // "" on the last page
+}
+
+// Cursors are opaque to clients: the last id of the page, base64url. Keyset
+// pagination on the primary key (ULIDs sort by creation time) never
+// repeats or skips a lead when leads arrive between page fetches, and a
+// deep page costs the same as the first.
+func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// CursorFor returns the cursor of the page that follows the lead id (links
+// and benchmarks that start mid-list).
+func CursorFor(id string) string { return encodeCursor(id) }
+
+func decodeCursor(c string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !db.ValidID(string(b)) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// normalize validates f (422 naming the bad parameters).
+func (f *Filter) normalize() (before string, err error) {
+	bad := map[string]string{}
+	if f.Status != "" && !ValidStatus(f.Status) {
+		bad["status"] = "must be one of " + strings.Join(Statuses, ", ")
+	}
+	if f.SourceID != "" && f.SourceID != SourceManual && !db.ValidID(f.SourceID) {
+		bad["source"] = "must be a source id or \"manual\""
+	}
+	if f.OwnerID != "" && f.OwnerID != OwnerNone && !db.ValidID(f.OwnerID) {
+		bad["owner"] = "must be a user id or \"none\""
+	}
+	f.Q = strings.TrimSpace(f.Q)
+	if utf8.RuneCountInString(f.Q) > maxQLen {
+		bad["q"] = "is too long (at most 100 characters)"
+	}
+	switch {
+	case f.Limit == 0:
+		f.Limit = defaultLimit
+	case f.Limit < 0:
+		bad["limit"] = "must be between 1 and 200"
+	case f.Limit > maxLimit:
+		f.Limit = maxLimit
+	}
+	if f.Cursor != "" {
+		var ok bool
+		if before, ok = decodeCursor(f.Cursor); !ok {
+			bad["cursor"] = "is not a cursor this API returned"
+		}
+	}
+	if len(bad) > 0 {
+		return "", apperr.InvalidFields(bad)
+	}
+	return before, nil
+}
+
+// where renders the filter conditions (without q and the cursor).
+func (f Filter) where(tenantID string) (string, []any) {
+	var b strings.Builder
+	args := []any{tenantID}
+	b.WriteString("tenant_id = ?")
+	if f.Status != "" {
+		b.WriteString(" AND status = ?")
+		args = append(args, f.Status)
+	}
+	switch f.SourceID {
+	case "":
+	case SourceManual:
+		b.WriteString(" AND source_id = ''")
+	default:
+		b.WriteString(" AND source_id = ?")
+		args = append(args, f.SourceID)
+	}
+	switch f.OwnerID {
+	case "":
+	case OwnerNone:
+		b.WriteString(" AND owner_id IS NULL")
+	default:
+		b.WriteString(" AND owner_id = ?")
+		args = append(args, f.OwnerID)
+	}
+	return b.String(), args
+}
+
+// List returns one page of the tenant's leads, newest first.
+func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, error) {
+	before, err := f.normalize()
+	if err != nil {
+		return Page{}, err
+	}
+	n := f.Limit + 1 // one more tells whether there is a next page
+	var items []Lead
+	if f.Q == "" {
+		cond, args := f.where(tenantID)
+		if before != "" {
+			cond += " AND id < ?"
+			args = append(args, before)
+		}
+		args = append(args, n)
+		err = s.DB.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+	} else {
+		items, err = s.search(ctx, tenantID, f, before, n)
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items}
+	if len(items) > f.Limit {
+		p.Items = items[:f.Limit]
+		p.NextCursor = encodeCursor(p.Items[f.Limit-1].ID)
+	}
+	if p.Items == nil {
+		p.Items = []Lead{}
+	}
+	return p, nil
+}

@@ -1,0 +1,330 @@
+package leads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+	"leadpipe/internal/tenants"
+)
+
+// Timeline event kinds written by people (the ingest and reconcile paths
+// add their own).
+const (
+	EventCreated       = "created"
+	EventStatusChanged = "status_changed"
+	EventOwnerChanged  = "owner_changed"
+	EventTagsChanged   = "tags_changed"
+	EventNoteAdded     = "note_added"
+)
+
+// AnyVersion as Patch's ifMatch stands for `If-Match: *`.
+const AnyVersion = 0
+
+// Service holds the rules for people working leads: manual leads, edits
+// under optimistic concurrency, notes, listing, search and the timeline.
+type Service struct {
+	DB  *sqlx.DB
+	Now func() time.Time
+	// Search tuning (see search.go): how many index entries count as "few
+	// candidates", and how many rows a search of a common q reads in list
+	// order before it turns to the indexes.
+	IndexBudget int
+	ScanBudget  int
+}
+
+// NewService returns a service with production settings.
+func NewService(d *sqlx.DB) *Service {
+	return &Service{DB: d, Now: time.Now, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
+}
+
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// Note is one note on a lead.
+type Note struct {
+	ID         string    `db:"id" json:"id"`
+	LeadID     string    `db:"lead_id" json:"lead_id"`
+	AuthorID   *string   `db:"author_id" json:"author_id"`
+	AuthorName string    `db:"author_name" json:"author_name"`
+	Body       string    `db:"body" json:"body"`
+	CreatedAt  time.Time `db:"created_at" json:"created_at"`
+}
+
+// Get returns one lead of the tenant (404 for an unknown id or another
+// tenant's lead).
+func (s *Service) Get(ctx context.Context, tenantID, id string) (Lead, error) {
+	if !db.ValidID(id) {
+		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
+	}
+	return Get(ctx, s.DB, tenantID, id)
+}
+
+// Create stores a manual lead in tx (the caller's transaction, so an
+// Idempotency-Key completes atomically with it). A manual lead has no
+// source: source_id is empty and source_ref is its own id, which keeps the
+// natural key unique.
+func (s *Service) Create(ctx context.Context, tx *sqlx.Tx, tenantID string, actor tenants.Principal, in CreateInput) (Lead, error) {
+	now := s.now()
+	tags, msg := NormalizeTags(in.Tags)
+	if msg != "" {
+		return Lead{}, apperr.InvalidFields(map[string]string{"tags": msg})
+	}
+	payload, err := json.Marshal(map[string]string{"name": in.Name, "email": in.Email, "phone": in.Phone, "company": in.Company})
+	if err != nil {
+		return Lead{}, err
+	}
+	l := Lead{TenantID: tenantID, ID: db.NewID(), Payload: payload, Email: in.Email, Name: in.Name, Phone: in.Phone,
+		Company: in.Company, LastSeenAt: now, TimesSeen: 1, Status: "new", Tags: tags, Version: 1, CreatedAt: now, UpdatedAt: now}
+	l.SourceRef = l.ID
+	_, err = tx.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
+			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at)
+		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?)`,
+		tenantID, l.ID, l.SourceRef, string(payload), l.Email, l.Name, l.Phone, l.Company, now, l.Tags, now, now)
+	if err != nil {
+		return Lead{}, db.MapErr(err, "", "lead already exists")
+	}
+	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
+		return Lead{}, err
+	}
+	return l, nil
+}
+
+// errRaced re-runs a patch whose unconditional (If-Match: *) update lost a
+// race with another edit.
+var errRaced = errors.New("leads: raced")
+
+// Patch changes human-owned fields if the lead's version is still ifMatch
+// (AnyVersion: whatever it is). The UPDATE is conditional on the version,
+// so of two edits made from the same read exactly one wins and the other
+// gets 412. Sender refreshes never change version, so they never cause a
+// 412. An owner must be an active user of the tenant.
+func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.Principal, ifMatch int, in PatchInput) (Lead, error) {
+	if !db.ValidID(id) {
+		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
+	}
+	var out Lead
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+			var e error
+			out, e = s.patchTx(ctx, tx, tenantID, id, actor, ifMatch, in)
+			return e
+		})
+		if !errors.Is(err, errRaced) {
+			break
+		}
+	}
+	if errors.Is(err, errRaced) {
+		return Lead{}, apperr.New(apperr.Conflict, "the lead is being edited by others right now, retry")
+	}
+	return out, err
+}
+
+func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string, actor tenants.Principal, ifMatch int, in PatchInput) (Lead, error) {
+	cur, err := Get(ctx, tx, tenantID, id)
+	if err != nil {
+		return Lead{}, err
+	}
+	if ifMatch != AnyVersion && cur.Version != ifMatch {
+		return Lead{}, stale(cur.Version)
+	}
+	next := cur
+	var ownerName string
+	if in.Status != nil {
+		next.Status = *in.Status
+	}
+	if in.OwnerSet {
+		next.OwnerID = in.OwnerID
+		if in.OwnerID != nil {
+			ownerName, err = s.activeUserName(ctx, tx, tenantID, *in.OwnerID)
+			if err != nil {
+				return Lead{}, err
+			}
+		}
+	}
+	if in.Tags != nil {
+		next.Tags = Tags(*in.Tags)
+	}
+	statusChanged := next.Status != cur.Status
+	ownerChanged := !sameOwner(next.OwnerID, cur.OwnerID)
+	tagsChanged := !slices.Equal([]string(next.Tags), []string(cur.Tags))
+	if !statusChanged && !ownerChanged && !tagsChanged {
+		return cur, nil // nothing to do: no new version
+	}
+	now := s.now()
+	res, err := tx.ExecContext(ctx, `UPDATE leads SET status = ?, owner_id = ?, tags = ?, version = version + 1, updated_at = ?
+		WHERE tenant_id = ? AND id = ? AND version = ?`,
+		next.Status, next.OwnerID, next.Tags, now, tenantID, id, cur.Version)
+	if err != nil {
+		return Lead{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Lead{}, err
+	} else if n == 0 {
+		// Someone else's edit committed between our read and the update.
+		if ifMatch == AnyVersion {
+			return Lead{}, errRaced
+		}
+		return Lead{}, stale(0)
+	}
+	if statusChanged {
+		if err := AddEvent(ctx, tx, tenantID, id, EventStatusChanged, actor.UserID, actor.Name,
+			map[string]any{"from": cur.Status, "to": next.Status}, now); err != nil {
+			return Lead{}, err
+		}
+	}
+	if ownerChanged {
+		if err := AddEvent(ctx, tx, tenantID, id, EventOwnerChanged, actor.UserID, actor.Name,
+			map[string]any{"from": cur.OwnerID, "to": next.OwnerID, "to_name": ownerName}, now); err != nil {
+			return Lead{}, err
+		}
+	}
+	if tagsChanged {
+		added, removed := diffTags(cur.Tags, next.Tags)
+		if err := AddEvent(ctx, tx, tenantID, id, EventTagsChanged, actor.UserID, actor.Name,
+			map[string]any{"added": added, "removed": removed, "tags": next.Tags}, now); err != nil {
+			return Lead{}, err
+		}
+	}
+	return Get(ctx, tx, tenantID, id)
+}
+
+func stale(current int) error {
+	if current > 0 {
+		return apperr.New(apperr.PreconditionFailed,
+			"the lead was changed by someone else (it is now version %d): GET it again and reapply your change", current)
+	}
+	return apperr.New(apperr.PreconditionFailed, "the lead was changed by someone else: GET it again and reapply your change")
+}
+
+func sameOwner(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func diffTags(old, cur Tags) (added, removed []string) {
+	added, removed = []string{}, []string{}
+	for _, t := range cur {
+		if !slices.Contains(old, t) {
+			added = append(added, t)
+		}
+	}
+	for _, t := range old {
+		if !slices.Contains(cur, t) {
+			removed = append(removed, t)
+		}
+	}
+	return added, removed
+}
+
+func (s *Service) activeUserName(ctx context.Context, x db.Ext, tenantID, userID string) (string, error) {
+	bad := apperr.InvalidFields(map[string]string{"owner_id": "is not an active user of this tenant"})
+	if !db.ValidID(userID) {
+		return "", bad
+	}
+	var u struct {
+		Name     string     `db:"name"`
+		Disabled *time.Time `db:"disabled_at"`
+	}
+	err := x.GetContext(ctx, &u, `SELECT name, disabled_at FROM users WHERE tenant_id = ? AND id = ?`, tenantID, userID)
+	if err != nil {
+		if apperr.Is(db.MapErr(err, "", ""), apperr.NotFound) {
+			return "", bad
+		}
+		return "", err
+	}
+	if u.Disabled != nil {
+		return "", bad
+	}
+	return u.Name, nil
+}
+
+// AddNote appends a note in tx (the Idempotency-Key's transaction). Notes
+// are append-only, so they cannot overwrite anyone's work and do not bump
+// version: a colleague's note never turns your status change into a 412.
+func (s *Service) AddNote(ctx context.Context, tx *sqlx.Tx, tenantID, leadID string, actor tenants.Principal, body string) (Note, error) {
+	if !db.ValidID(leadID) {
+		return Note{}, apperr.New(apperr.NotFound, "lead not found")
+	}
+	var one int
+	if err := tx.GetContext(ctx, &one, `SELECT 1 FROM leads WHERE tenant_id = ? AND id = ?`, tenantID, leadID); err != nil {
+		return Note{}, db.MapErr(err, "lead not found", "")
+	}
+	now := s.now()
+	n := Note{ID: db.NewID(), LeadID: leadID, AuthorName: clip(actor.Name, 255), Body: body, CreatedAt: now}
+	if actor.UserID != "" {
+		uid := actor.UserID
+		n.AuthorID = &uid
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO lead_notes (tenant_id, lead_id, id, author_id, author_name, body, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, tenantID, leadID, n.ID, n.AuthorID, n.AuthorName, n.Body, now)
+	if err != nil {
+		return Note{}, err
+	}
+	if err := AddEvent(ctx, tx, tenantID, leadID, EventNoteAdded, actor.UserID, actor.Name,
+		map[string]any{"note_id": n.ID, "body": n.Body}, now); err != nil {
+		return Note{}, err
+	}
+	return n, nil
+}
+
+// Notes lists a lead's notes, newest first (404 for an unknown lead).
+func (s *Service) Notes(ctx context.Context, tenantID, leadID string) ([]Note, error) {
+	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
+		return nil, err
+	}
+	notes := []Note{}
+	err := s.DB.SelectContext(ctx, &notes, `SELECT id, lead_id, author_id, author_name, body, created_at
+		FROM lead_notes WHERE tenant_id = ? AND lead_id = ? ORDER BY id DESC LIMIT 1000`, tenantID, leadID)
+	return notes, err
+}
+
+// Counts returns the number of leads per status (every status present,
+// zeros included). It reads one status-index entry per lead (about 0.2 s
+// at 1M leads), so pages that show counts on every view should cap them.
+func (s *Service) Counts(ctx context.Context, tenantID string) (map[string]int, error) {
+	var rows []struct {
+		Status string `db:"status"`
+		N      int    `db:"n"`
+	}
+	if err := s.DB.SelectContext(ctx, &rows, `SELECT status, COUNT(*) AS n FROM leads WHERE tenant_id = ? GROUP BY status`, tenantID); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(Statuses))
+	for _, st := range Statuses {
+		out[st] = 0
+	}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// ListBoard returns the newest perStatus leads of every status (the
+// pipeline board), one indexed range per status.
+func (s *Service) ListBoard(ctx context.Context, tenantID string, perStatus int) (map[string][]Lead, error) {
+	if perStatus <= 0 || perStatus > maxLimit {
+		perStatus = defaultLimit
+	}
+	out := make(map[string][]Lead, len(Statuses))
+	for _, st := range Statuses {
+		var ls []Lead
+		if err := s.DB.SelectContext(ctx, &ls, `SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND status = ?
+			ORDER BY id DESC LIMIT ?`, tenantID, st, perStatus); err != nil {
+			return nil, err
+		}
+		if ls == nil {
+			ls = []Lead{}
+		}
+		out[st] = ls
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+)
+
+// windowSums returns, per source, the counters of its rules' window (the
+// complete minutes before now) and of the baseline before that window.
+func (s *Service) windowSums(ctx context.Context, tenantID string, ids []string, rules map[string]Rules, now time.Time) (win, base map[string]counts, err error) {
+	end := now.UTC().Truncate(time.Minute)
+	type span struct{ w, b int }
+	groups := map[span][]string{}
+	for _, id := range ids {
+		r, ok := rules[id]
+		if !ok {
+			r = DefaultRules(id)
+		}
+		sp := span{r.WindowSeconds, r.BaselineSeconds}
+		groups[sp] = append(groups[sp], id)
+	}
+	win, base = map[string]counts{}, map[string]counts{}
+	for sp, group := range groups { // usually one group: everyone on the defaults
+		w, b := time.Duration(sp.w)*time.Second, time.Duration(sp.b)*time.Second
+		ws, err := sumRange(ctx, s.DB, tenantID, group, end.Add(-w), end)
+		if err != nil {
+			return nil, nil, err
+		}
+		bs, err := sumRange(ctx, s.DB, tenantID, group, end.Add(-w-b), end.Add(-w))
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range ws {
+			win[k] = v
+		}
+		for k, v := range bs {
+			base[k] = v
+		}
+	}
+	return win, base, nil
+}
+
+// Evaluate checks every rule of every source of every tenant at now: an
+// alert fires once when its condition becomes true (the unique open key
+// makes a second evaluator's insert fail harmlessly), and resolves by
+// itself once the condition has been false for a whole window. Firing and
+// resolving are recorded as alert_events in the same transaction.
+func (s *Service) Evaluate(ctx context.Context, now time.Time) error {
+	ts, err := s.Tenants.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range ts {
+		if err := s.EvaluateTenant(ctx, t.ID, now); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type openKey struct{ source, rule string }
+
+// EvaluateTenant is Evaluate for one tenant.
+func (s *Service) EvaluateTenant(ctx context.Context, tenantID string, now time.Time) error {
+	now = now.UTC().Truncate(time.Microsecond)
+	srcs, err := s.Sources.List(ctx, tenantID)
+	if err != nil || len(srcs) == 0 {
+		return err
+	}
+	ids := make([]string, len(srcs))
+	for i, src := range srcs {
+		ids[i] = src.ID
+	}
+	rules, err := listRules(ctx, s.DB, tenantID)
+	if err != nil {
+		return err
+	}
+	win, base, err := s.windowSums(ctx, tenantID, ids, rules, now)
+	if err != nil {
+		return err
+	}
+	openList, err := listOpenAlerts(ctx, s.DB, tenantID)
+	if err != nil {
+		return err
+	}
+	open := make(map[openKey]Alert, len(openList))
+	for _, a := range openList {
+		open[openKey{a.SourceID, a.Rule}] = a
+	}
+	end := now.Truncate(time.Minute)
+	var errs []error
+	for _, id := range ids {
+		r, ok := rules[id]
+		if !ok {
+			r = DefaultRules(id)
+		}
+		for _, rule := range RuleNames {
+			fire, detail := r.check(rule, win[id], base[id])
+			a, isOpen := open[openKey{id, rule}]
+			var err error
+			switch {
+			case fire && !isOpen:
+				err = s.fire(ctx, tenantID, id, rule, now, detail)
+			case fire && isOpen:
+				err = s.stillFiring(ctx, a, rule, detail)
+			case !fire && isOpen && a.ClearSince == nil:
+				err = setClearSince(ctx, s.DB, tenantID, a.ID, &end)
+			case !fire && isOpen && !end.Before(a.ClearSince.Add(r.Window())):
+				err = s.resolve(ctx, a, now, detail)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s on %s: %w", rule, id, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// alertDetail is what an alert stores: the values when it fired, and the
+// worst values seen while it was open.
+type alertDetail map[string]any
+
+// severity orders details of one rule (higher is worse).
+func severity(rule string, d map[string]any) float64 {
+	key := map[string]string{RuleDuplicateSpike: "rate", RuleSignatureRejections: "rejected",
+		RuleDeadLetters: "dead_letters", RuleWebhookLoss: "reconcile_new"}[rule]
+	switch v := d[key].(type) {
+	case float64:
+		return v
+	case int64:
+		return float64(v)
+	case int:
+		return float64(v)
+	}
+	return 0
+}
+
+func (s *Service) fire(ctx context.Context, tenantID, sourceID, rule string, now time.Time, detail map[string]any) error {
+	d := alertDetail{}
+	for k, v := range detail {
+		d[k] = v
+	}
+	d["peak"] = detail
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	a := Alert{TenantID: tenantID, ID: db.NewID(), SourceID: sourceID, Rule: rule, State: StateOpen, FiredAt: now, Detail: b}
+	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := insertAlert(ctx, tx, a); err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, a, EventFired, now, "", b)
+	})
+	if db.IsDuplicate(err) {
+		return nil // another evaluator fired it first
+	}
+	if err == nil {
+		s.Log.Info("alert fired", "tenant_id", tenantID, "source_id", sourceID, "rule", rule, "alert_id", a.ID, "summary", detail["summary"])
+	}
+	return err
+}
+
+// stillFiring clears a pending resolution and records a new peak.
+func (s *Service) stillFiring(ctx context.Context, a Alert, rule string, detail map[string]any) error {
+	var d map[string]any
+	if err := json.Unmarshal(a.Detail, &d); err != nil || d == nil {
+		d = map[string]any{}
+	}
+	peak, _ := d["peak"].(map[string]any)
+	if peak != nil && severity(rule, detail) <= severity(rule, peak) {
+		if a.ClearSince != nil {
+			return setClearSince(ctx, s.DB, a.TenantID, a.ID, nil)
+		}
+		return nil
+	}
+	d["peak"] = detail
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return setDetail(ctx, s.DB, a.TenantID, a.ID, b)
+}
+
+func (s *Service) resolve(ctx context.Context, a Alert, now time.Time, detail map[string]any) error {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	done := false
+	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		done = false
+		ok, err := resolveAlert(ctx, tx, a.TenantID, a.ID, now)
+		if err != nil || !ok {
+			return err
+		}
+		done = true
+		return insertEvent(ctx, tx, a, EventResolved, now, "", b)
+	})
+	if err == nil && done {
+		s.Log.Info("alert resolved", "tenant_id", a.TenantID, "source_id", a.SourceID, "rule", a.Rule, "alert_id", a.ID)
+	}
+	return err
+}

@@ -1,0 +1,144 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/outbound"
+	"leadpipe/internal/reconcile/pull"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// TypeEnrich fetches a Meta lead's field data (GET /{leadgen_id}) after its
+// webhook created the lead from the leadgen id alone.
+const TypeEnrich = "meta:enrich"
+
+// leadgenIDPattern is what Graph issues (and what pull.FetchMetaLead
+// accepts); anything else can never be fetched, so it is not retried.
+var leadgenIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// enrichPayload is TypeEnrich's payload.
+type enrichPayload struct {
+	TenantID  string `json:"tenant_id"`
+	SourceID  string `json:"source_id"`
+	LeadID    string `json:"lead_id"`
+	LeadgenID string `json:"leadgen_id"`
+}
+
+// CanEnrich reports whether a source's webhook leads can be enriched: a
+// meta source with a Graph base URL and an access token.
+func CanEnrich(src sources.Source) bool {
+	return src.Kind == kinds.Meta && src.ReconcileEnabled() && len(src.ReconcileTokenEnc) > 0
+}
+
+// AfterWebhookUpsert is the webhooks.Processor.AfterUpsert hook: a meta
+// webhook lead gets an enrichment task. The lead exists already (created
+// from its leadgen_id when the webhook was processed); enrichment only
+// fills in the sender-owned fields. Enqueue failures are logged: the lead
+// still gets its fields from the next scheduled reconcile.
+func (s *Service) AfterWebhookUpsert(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead) {
+	if !CanEnrich(src) || lead.SourceRef == "" {
+		return
+	}
+	b, _ := json.Marshal(enrichPayload{TenantID: tenantID, SourceID: src.ID, LeadID: leadID, LeadgenID: lead.SourceRef})
+	t := asynq.NewTask(TypeEnrich, b)
+	_, err := s.Queue.EnqueueContext(ctx, t, asynq.TaskID("enrich:"+leadID), asynq.Queue(jobs.QueueDefault),
+		asynq.MaxRetry(8), asynq.Timeout(s.enrichTimeout()+30*time.Second))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		s.log().WarnContext(ctx, "enqueue meta enrichment failed; the next reconcile fills the lead in",
+			"tenant_id", tenantID, "lead_id", leadID, "err", err)
+	}
+}
+
+// Enrich fetches a Meta lead from the Graph API and applies it through
+// the webhook upsert path, filling email, name, phone and company. Errors
+// wrapping asynq.SkipRetry are permanent (no such lead, bad token, refused
+// address); others are worth retrying.
+func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID string) (Applied, error) {
+	if !leadgenIDPattern.MatchString(leadgenID) {
+		return Applied{}, fmt.Errorf("malformed leadgen id %q: %w", leadgenID, asynq.SkipRetry)
+	}
+	src, err := s.Sources.Get(ctx, tenantID, sourceID)
+	if apperr.Is(err, apperr.NotFound) {
+		return Applied{}, fmt.Errorf("source gone: %w", asynq.SkipRetry)
+	}
+	if err != nil {
+		return Applied{}, err
+	}
+	if !CanEnrich(src) {
+		return Applied{}, fmt.Errorf("source %s has no Graph access any more: %w", src.ID, asynq.SkipRetry)
+	}
+	ps, err := s.Sources.Pull(src)
+	if err != nil {
+		return Applied{}, fmt.Errorf("decrypt access token: %v: %w", err, asynq.SkipRetry)
+	}
+	fctx, cancel := context.WithTimeout(ctx, s.enrichTimeout())
+	defer cancel()
+	raw, err := pull.FetchMetaLead(fctx, s.Client, ps.BaseURL, ps.AccessToken, leadgenID)
+	if err != nil {
+		msg := redact(err.Error(), ps.AccessToken)
+		if permanentFetchError(err) {
+			return Applied{}, fmt.Errorf("%s: %w", msg, asynq.SkipRetry)
+		}
+		return Applied{}, errors.New(msg)
+	}
+	kind, err := kinds.New(src.Kind, src.Config)
+	if err != nil {
+		return Applied{}, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+	}
+	l, err := kind.Map(raw)
+	if err != nil {
+		return Applied{}, fmt.Errorf("graph lead %s: %v: %w", leadgenID, err, asynq.SkipRetry)
+	}
+	if l.SourceRef != kinds.NormalizeID(leadgenID) {
+		// Applying it would write some other lead.
+		return Applied{}, fmt.Errorf("graph answered lead %q for %q: %w", l.SourceRef, leadgenID, asynq.SkipRetry)
+	}
+	var res Applied
+	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var err error
+		res, err = s.Apply(ctx, tx, tenantID, src, raw, s.now())
+		return err
+	})
+	return res, err
+}
+
+// permanentFetchError: retrying cannot help a refused address, a malformed
+// id or a 4xx other than 408/429 (Graph answers 400 for unknown leads and
+// bad tokens).
+func permanentFetchError(err error) bool {
+	if errors.Is(err, outbound.ErrForbiddenTarget) {
+		return true
+	}
+	var se *outbound.StatusError
+	if errors.As(err, &se) {
+		return se.Status >= 400 && se.Status < 500 && se.Status != http.StatusRequestTimeout && se.Status != http.StatusTooManyRequests
+	}
+	var syn *json.SyntaxError
+	return errors.As(err, &syn)
+}
+
+// HandleEnrich is TypeEnrich's handler.
+func (s *Service) HandleEnrich(ctx context.Context, t *asynq.Task) error {
+	var p enrichPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || !db.ValidID(p.TenantID) || !db.ValidID(p.SourceID) || p.LeadgenID == "" {
+		return fmt.Errorf("%s: undecodable payload %q: %w", TypeEnrich, t.Payload(), asynq.SkipRetry)
+	}
+	_, err := s.Enrich(ctx, p.TenantID, p.SourceID, p.LeadgenID)
+	if err != nil {
+		return fmt.Errorf("%s lead %s: %w", TypeEnrich, p.LeadID, err)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+// Package reconcile pulls leads from the senders' own APIs on a schedule (and
+// on demand) and upserts every record through the same path as webhooks, so
+// a lost webhook is repaired and a delivered one costs nothing. It also
+// enriches Meta webhook leads with their field data from the Graph API.
+//
+// Flow: a periodic reconcile:tick enqueues one reconcile:source task per due
+// source and schedule window (TaskID names the window); "Reconcile now"
+// claims a run row and enqueues reconcile:source for that run. A run pages
+// through the source's puller under a deadline, upserts each page in one
+// transaction, and on success moves the source's cursor.
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/monitor"
+	"leadpipe/internal/outbound"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// Run states and triggers.
+const (
+	StateRunning   = "running"
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+
+	TriggerScheduled = "scheduled"
+	TriggerManual    = "manual"
+)
+
+// Run is one reconcile run of a source.
+type Run struct {
+	TenantID    string     `db:"tenant_id"`
+	ID          string     `db:"id"`
+	SourceID    string     `db:"source_id"`
+	State       string     `db:"state"`
+	Trigger     string     `db:"trigger_kind"`
+	WindowStart *time.Time `db:"window_start"` // scheduled runs: the schedule window
+	Since       *time.Time `db:"since"`        // records changed since this time were asked for
+	StartedAt   time.Time  `db:"started_at"`
+	HeartbeatAt time.Time  `db:"heartbeat_at"`
+	FinishedAt  *time.Time `db:"finished_at"`
+	Pages       int        `db:"pages"`
+	Records     int        `db:"records"`
+	New         int        `db:"new_count"`     // records no webhook had brought (webhook loss)
+	Known       int        `db:"known_count"`   // records already known
+	Changed     int        `db:"changed_count"` // known records whose sender fields changed
+	Errors      int        `db:"errors"`
+	LastError   *string    `db:"last_error"`
+}
+
+// Applied is the outcome of applying one sender record; it has the shape of
+// webhooks.Result, so the wiring converts one into the other.
+type Applied struct {
+	LeadID string
+	New    bool
+	Lead   kinds.Lead
+}
+
+// ApplyFunc upserts one sender record into a lead inside x. It is
+// webhooks.Apply, injected because the webhooks package depends on the web
+// layer, which in turn serves this package's API.
+type ApplyFunc func(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Applied, error)
+
+// Enqueuer is the part of the Asynq client reconcile uses.
+type Enqueuer interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+// Service runs and records reconciles. Fields with a zero value take the
+// documented defaults.
+type Service struct {
+	DB      *sqlx.DB
+	Sources *sources.Service
+	Queue   Enqueuer
+	Client  *outbound.Client // the one outbound client (SSRF guard, retries)
+	Stats   monitor.Sink
+	Log     *slog.Logger
+	Apply   ApplyFunc
+	Now     func() time.Time
+
+	// RunTimeout is the deadline of one run, every page and retry included
+	// (default 10 min).
+	RunTimeout time.Duration
+	// InitialLookback is how far back the first run of a source looks
+	// (default 7 days; at least the source's look-back).
+	InitialLookback time.Duration
+	// StaleAfter: a running run without progress for this long is marked
+	// failed and no longer blocks new runs (a worker died; default
+	// RunTimeout + 5 min).
+	StaleAfter time.Duration
+	// MaxPages bounds one run, against an API that pages forever (default 10,000).
+	MaxPages int
+	// PageSize asks the sender for this many records per page (default: the puller's, 100).
+	PageSize int
+	// EnrichTimeout bounds one Graph lead fetch with its retries (default 30 s).
+	EnrichTimeout time.Duration
+	// Retention keeps finished runs this long (default 90 days).
+	Retention time.Duration
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC().Truncate(time.Microsecond)
+	}
+	return s.Now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Service) runTimeout() time.Duration {
+	if s.RunTimeout > 0 {
+		return s.RunTimeout
+	}
+	return 10 * time.Minute
+}
+
+func (s *Service) staleAfter() time.Duration {
+	if s.StaleAfter > 0 {
+		return s.StaleAfter
+	}
+	return s.runTimeout() + 5*time.Minute
+}
+
+func (s *Service) initialLookback() time.Duration {
+	if s.InitialLookback > 0 {
+		return s.InitialLookback
+	}
+	return 7 * 24 * time.Hour
+}
+
+func (s *Service) maxPages() int {
+	if s.MaxPages > 0 {
+		return s.MaxPages
+	}
+	return 10000
+}
+
+func (s *Service) enrichTimeout() time.Duration {
+	if s.EnrichTimeout > 0 {
+		return s.EnrichTimeout
+	}
+	return 30 * time.Second
+}
+
+func (s *Service) retention() time.Duration {
+	if s.Retention > 0 {
+		return s.Retention
+	}
+	return 90 * 24 * time.Hour
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
+}
+
+func (s *Service) stats() monitor.Sink {
+	if s.Stats == nil {
+		return monitor.Discard{}
+	}
+	return s.Stats
+}

@@ -1,0 +1,165 @@
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+)
+
+const runCols = `tenant_id, id, source_id, state, trigger_kind, window_start, since, started_at, heartbeat_at,
+	finished_at, pages, records, new_count, known_count, changed_count, errors, last_error`
+
+// insertRun claims a running run for r.SourceID (and r.WindowStart when
+// set). false means the claim lost: another run of the source is running,
+// or the window already has its run. Every value is a fixed-width id or a
+// time, so INSERT IGNORE cannot silently truncate anything.
+func insertRun(ctx context.Context, x db.Ext, r Run) (bool, error) {
+	res, err := x.ExecContext(ctx, `INSERT IGNORE INTO reconcile_runs
+			(tenant_id, id, source_id, state, trigger_kind, window_start, running_key, started_at, heartbeat_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.TenantID, r.ID, r.SourceID, StateRunning, r.Trigger, r.WindowStart, r.SourceID, r.StartedAt, r.StartedAt)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func getRun(ctx context.Context, x db.Ext, tenantID, id string) (Run, error) {
+	var r Run
+	err := x.GetContext(ctx, &r, `SELECT `+runCols+` FROM reconcile_runs WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return r, db.MapErr(err, "reconcile run not found", "")
+}
+
+// runningRun returns the source's running run, if any.
+func runningRun(ctx context.Context, x db.Ext, tenantID, sourceID string) (Run, bool, error) {
+	var r Run
+	err := x.GetContext(ctx, &r, `SELECT `+runCols+` FROM reconcile_runs WHERE tenant_id = ? AND running_key = ?`, tenantID, sourceID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	return r, err == nil, err
+}
+
+// abandonStale fails running runs that made no progress since before (their
+// worker died, or Redis lost the task), so they stop blocking new runs.
+// sourceID "" means every source of the tenant.
+func abandonStale(ctx context.Context, x db.Ext, tenantID, sourceID string, before, now time.Time) (int64, error) {
+	q := `UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
+		WHERE tenant_id = ? AND running_key IS NOT NULL AND heartbeat_at < ?`
+	args := []any{StateFailed, now, "abandoned: no progress since " + before.Format(time.RFC3339) + " (the worker stopped or the task was lost)",
+		tenantID, before}
+	if sourceID != "" {
+		q = `UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
+			WHERE tenant_id = ? AND running_key = ? AND heartbeat_at < ?`
+		args = []any{args[0], args[1], args[2], tenantID, sourceID, before}
+	}
+	res, err := x.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// saveProgress stores a running run's counters and heartbeat.
+func saveProgress(ctx context.Context, x db.Ext, r *Run) error {
+	_, err := x.ExecContext(ctx, `UPDATE reconcile_runs SET since = ?, heartbeat_at = ?, pages = ?, records = ?,
+			new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?
+		WHERE tenant_id = ? AND id = ?`,
+		r.Since, r.HeartbeatAt, r.Pages, r.Records, r.New, r.Known, r.Changed, r.Errors, r.LastError, r.TenantID, r.ID)
+	return err
+}
+
+// finishRun records the outcome and releases the source for the next run.
+func finishRun(ctx context.Context, x db.Ext, r *Run) error {
+	_, err := x.ExecContext(ctx, `UPDATE reconcile_runs SET state = ?, running_key = NULL, since = ?, heartbeat_at = ?,
+			finished_at = ?, pages = ?, records = ?, new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?
+		WHERE tenant_id = ? AND id = ?`,
+		r.State, r.Since, r.HeartbeatAt, r.FinishedAt, r.Pages, r.Records, r.New, r.Known, r.Changed, r.Errors, r.LastError,
+		r.TenantID, r.ID)
+	return err
+}
+
+// listRuns returns a source's runs newest first, before the id before ("" = from the newest).
+func listRuns(ctx context.Context, x db.Ext, tenantID, sourceID, before string, limit int) ([]Run, error) {
+	q := `SELECT ` + runCols + ` FROM reconcile_runs WHERE tenant_id = ? AND source_id = ?`
+	args := []any{tenantID, sourceID}
+	if before != "" {
+		q += ` AND id < ?`
+		args = append(args, before)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	runs := []Run{}
+	err := x.SelectContext(ctx, &runs, q, args...)
+	return runs, err
+}
+
+// dueSource is a source with pull settings and the start of its latest run.
+type dueSource struct {
+	ID        string     `db:"id"`
+	IntervalS int        `db:"reconcile_interval_s"`
+	LastStart *time.Time `db:"last_start"`
+}
+
+// reconcilableSources lists the tenant's sources with pull settings. The
+// latest run comes from the (tenant_id, source_id, started_at) index.
+func reconcilableSources(ctx context.Context, x db.Ext, tenantID string) ([]dueSource, error) {
+	var out []dueSource
+	err := x.SelectContext(ctx, &out, `SELECT s.id, s.reconcile_interval_s,
+			(SELECT MAX(r.started_at) FROM reconcile_runs r WHERE r.tenant_id = s.tenant_id AND r.source_id = s.id) AS last_start
+		FROM sources s
+		WHERE s.tenant_id = ? AND s.kind IN ('typeform', 'meta', 'generic')
+			AND s.reconcile_base_url IS NOT NULL AND s.reconcile_base_url <> ''`, tenantID)
+	return out, err
+}
+
+// senderFields are a lead's sender-owned fields as stored, keyed by source_ref.
+type senderFields struct {
+	SourceRef string `db:"source_ref"`
+	Email     string `db:"email"`
+	Name      string `db:"name"`
+	Phone     string `db:"phone"`
+	Company   string `db:"company"`
+}
+
+func knownLeads(ctx context.Context, x db.Ext, tenantID, sourceID string, refs []string) (map[string]senderFields, error) {
+	out := make(map[string]senderFields, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT source_ref, email, name, phone, company FROM leads
+		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs)
+	if err != nil {
+		return nil, err
+	}
+	var rows []senderFields
+	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.SourceRef] = r
+	}
+	return out, nil
+}
+
+// purgeRuns deletes finished runs older than before, a batch at a time.
+func purgeRuns(ctx context.Context, x db.Ext, tenantID string, before time.Time) (int64, error) {
+	res, err := x.ExecContext(ctx, `DELETE FROM reconcile_runs WHERE tenant_id = ? AND running_key IS NULL AND finished_at < ?
+		LIMIT 1000`, tenantID, before)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func tenantIDs(ctx context.Context, x db.Ext) ([]string, error) {
+	var ids []string
+	err := x.SelectContext(ctx, &ids, `SELECT id FROM tenants ORDER BY id`)
+	return ids, err
+}

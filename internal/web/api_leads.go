@@ -1,0 +1,253 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
+)
+
+// leadRoutes mounts the leads API (PRODUCT.md §5, §6). The two POSTs
+// require an Idempotency-Key; PATCH requires If-Match.
+func (s *Server) leadRoutes(r Router) {
+	if s.Leads == nil || s.Idem == nil {
+		return
+	}
+	r.Get("/leads", s.apiListLeads)
+	r.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
+	r.Get("/leads/{id}", s.apiGetLead)
+	r.Patch("/leads/{id}", s.apiPatchLead)
+	r.Get("/leads/{id}/notes", s.apiListNotes)
+	r.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
+	r.Get("/leads/{id}/timeline", s.apiLeadTimeline)
+}
+
+// etag is a lead's entity tag: its version, which counts human edits only.
+func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }
+
+// jsonResponse renders v the way WriteJSON does, for handlers whose
+// response is stored (idempotency) before it is sent.
+func jsonResponse(status int, v any, header http.Header) (int, http.Header, []byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set("Content-Type", "application/json")
+	return status, header, append(b, '\n'), nil
+}
+
+func (s *Server) apiCreateLead(ctx context.Context, tx *sqlx.Tx, r *http.Request, body []byte) (int, http.Header, []byte, error) {
+	in, err := leads.ParseCreate(body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	p, _ := PrincipalFrom(ctx)
+	l, err := s.Leads.Create(ctx, tx, p.TenantID, p, in)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	h := http.Header{}
+	h.Set("Location", "/api/v1/leads/"+l.ID)
+	h.Set("ETag", etag(l.Version))
+	return jsonResponse(http.StatusCreated, l, h)
+}
+
+func (s *Server) apiAddNote(ctx context.Context, tx *sqlx.Tx, r *http.Request, body []byte) (int, http.Header, []byte, error) {
+	leadID := chi.URLParam(r, "id")
+	if !db.ValidID(leadID) {
+		return 0, nil, nil, apperr.New(apperr.NotFound, "lead not found")
+	}
+	text, err := leads.ParseNote(body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	p, _ := PrincipalFrom(ctx)
+	n, err := s.Leads.AddNote(ctx, tx, p.TenantID, leadID, p, text)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return jsonResponse(http.StatusCreated, n, nil)
+}
+
+func (s *Server) apiGetLead(w http.ResponseWriter, r *http.Request) {
+	l, err := s.Leads.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	tag := etag(l.Version)
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "private, no-cache")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagListHas(inm, l.Version) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	WriteJSON(w, http.StatusOK, l)
+}
+
+// parseETags reads an If-Match / If-None-Match list: "*" (wildcard) or
+// strong entity tags whose value is a version. Weak tags never match a
+// strong comparison and are skipped; a bare number is accepted from
+// sloppy clients. ok is false for a malformed header.
+func parseETags(h string) (versions []int, wildcard bool, ok bool) {
+	for _, part := range strings.Split(h, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+			continue
+		case part == "*":
+			wildcard = true
+			continue
+		case strings.HasPrefix(part, "W/"):
+			continue
+		}
+		part = strings.TrimSuffix(strings.TrimPrefix(part, `"`), `"`)
+		v, err := strconv.Atoi(part)
+		if err != nil || v < 1 {
+			// Not one of our tags: it can never match, but it is well formed
+			// if it was quoted; only garbage is rejected.
+			if strings.ContainsAny(part, "\" \t") {
+				return nil, false, false
+			}
+			continue
+		}
+		versions = append(versions, v)
+	}
+	return versions, wildcard, true
+}
+
+func etagListHas(h string, version int) bool {
+	vs, wildcard, ok := parseETags(h)
+	if !ok {
+		return false
+	}
+	if wildcard {
+		return true
+	}
+	for _, v := range vs {
+		if v == version {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) apiPatchLead(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if !db.ValidID(id) {
+		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "lead not found"))
+		return
+	}
+	im := r.Header.Get("If-Match")
+	if strings.TrimSpace(im) == "" {
+		WriteError(w, r, s.Log, apperr.New(apperr.PreconditionNeeded,
+			`PATCH needs If-Match with the lead's ETag (e.g. If-Match: "3") so concurrent edits cannot overwrite each other`))
+		return
+	}
+	versions, wildcard, ok := parseETags(im)
+	if !ok {
+		WriteError(w, r, s.Log, apperr.New(apperr.BadRequest, `malformed If-Match: send the ETag you got, e.g. "3"`))
+		return
+	}
+	var body json.RawMessage
+	if err := DecodeJSON(w, r, &body); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	in, err := leads.ParsePatch(body)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	ifMatch := leads.AnyVersion
+	if !wildcard {
+		ifMatch, err = s.pickVersion(r, id, versions)
+		if err != nil {
+			WriteError(w, r, s.Log, err)
+			return
+		}
+	}
+	p, _ := PrincipalFrom(r.Context())
+	l, err := s.Leads.Patch(r.Context(), p.TenantID, id, p, ifMatch, in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("ETag", etag(l.Version))
+	WriteJSON(w, http.StatusOK, l)
+}
+
+// pickVersion turns an If-Match list into the one version the conditional
+// update checks. A list of several tags is rare; the current version is
+// read to pick the one that matches (the update still re-checks it).
+func (s *Server) pickVersion(r *http.Request, id string, versions []int) (int, error) {
+	stale := apperr.New(apperr.PreconditionFailed, "the lead was changed by someone else: GET it again and reapply your change")
+	switch len(versions) {
+	case 0:
+		return 0, stale
+	case 1:
+		return versions[0], nil
+	}
+	cur, err := s.Leads.Get(r.Context(), Tenant(r), id)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range versions {
+		if v == cur.Version {
+			return v, nil
+		}
+	}
+	return 0, stale
+}
+
+func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"}))
+			return
+		}
+		f.Limit = n
+	}
+	page, err := s.Leads.List(r.Context(), Tenant(r), f)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var next any
+	if page.NextCursor != "" {
+		next = page.NextCursor
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": page.Items, "next_cursor": next})
+}
+
+func (s *Server) apiListNotes(w http.ResponseWriter, r *http.Request) {
+	notes, err := s.Leads.Notes(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": notes, "next_cursor": nil})
+}
+
+func (s *Server) apiLeadTimeline(w http.ResponseWriter, r *http.Request) {
+	items, err := s.Leads.Timeline(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+}

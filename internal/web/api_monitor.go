@@ -1,0 +1,223 @@
+package web
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/monitor"
+)
+
+// monitorRoutes are the monitoring endpoints of the tenant API.
+func (s *Server) monitorRoutes(r chi.Router) {
+	if s.Monitor == nil {
+		return
+	}
+	r.Get("/sources/{id}/stats", s.sourceStats)
+	r.Get("/sources/{id}/alert-rules", s.getAlertRules)
+	r.Put("/sources/{id}/alert-rules", s.putAlertRules)
+	r.Delete("/sources/{id}/alert-rules", s.resetAlertRules)
+	r.Get("/alerts", s.listAlerts)
+	r.Get("/alerts/{id}", s.getAlert)
+	r.Post("/alerts/{id}/ack", s.ackAlert)
+}
+
+// parseTimeParam reads an RFC 3339 time; a "+" in an offset that arrived
+// unencoded (as a space) is restored.
+func parseTimeParam(v string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, strings.ReplaceAll(v, " ", "+"))
+	return t, err == nil
+}
+
+// sourceStats is GET /api/v1/sources/{id}/stats?from=&to=&step= (RFC 3339
+// times, step in seconds; default: the last 24 h in 5-minute steps).
+func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	q := r.URL.Query()
+	fields := map[string]string{}
+	to := s.Monitor.Now().UTC()
+	if v := q.Get("to"); v != "" {
+		t, ok := parseTimeParam(v)
+		if !ok {
+			fields["to"] = "must be an RFC 3339 time, e.g. 2026-11-30T12:00:00Z"
+		}
+		to = t
+	}
+	from := to.Add(-24 * time.Hour)
+	if v := q.Get("from"); v != "" {
+		t, ok := parseTimeParam(v)
+		if !ok {
+			fields["from"] = "must be an RFC 3339 time, e.g. 2026-11-29T12:00:00Z"
+		}
+		from = t
+	}
+	step := 5 * time.Minute
+	if v := q.Get("step"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n > 366*86400 {
+			fields["step"] = "must be a whole number of seconds (at least 60)"
+		} else {
+			step = time.Duration(n) * time.Second
+		}
+	}
+	if len(fields) > 0 {
+		WriteError(w, r, s.Log, apperr.InvalidFields(fields))
+		return
+	}
+	buckets, err := s.Monitor.Stats(r.Context(), Tenant(r), src.ID, from, to, step)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"buckets": buckets})
+}
+
+func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, rules)
+}
+
+// putAlertRules overlays the fields sent on the current rules (absent
+// fields keep their value) and saves them.
+func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	if err := DecodeJSON(w, r, &rules); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	rules.SourceID = src.ID
+	out, err := s.Monitor.SetRules(r.Context(), Tenant(r), rules, actor(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	out, err := s.Monitor.ResetRules(r.Context(), Tenant(r), src.ID)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// actor names the principal for audit columns: a user id, or the token.
+func actor(r *http.Request) string {
+	p, _ := PrincipalFrom(r.Context())
+	if p.UserID != "" {
+		return p.UserID
+	}
+	if p.TokenID != "" {
+		return "token:" + p.TokenID
+	}
+	return ""
+}
+
+// listAlerts is GET /api/v1/alerts?state=open|resolved|all&limit=&cursor=.
+func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"}))
+			return
+		}
+		limit = n
+	}
+	items, next, err := s.Monitor.Alerts(r.Context(), Tenant(r), q.Get("state"), q.Get("cursor"), limit)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var nc any
+	if next != "" {
+		nc = next
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
+}
+
+// getAlert is one alert with its history.
+func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Monitor.Alert(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	ev, err := s.Monitor.AlertEvents(r.Context(), Tenant(r), a.ID)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, struct {
+		monitor.Alert
+		Events []monitor.AlertEvent `json:"events"`
+	}{a, ev})
+}
+
+// ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.
+func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Monitor.Ack(r.Context(), Tenant(r), chi.URLParam(r, "id"), actor(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a)
+}
+
+// RequireOperator guards operator pages opened in a browser (the Asynq
+// dashboard): LEADPIPE_ADMIN_TOKEN as a bearer token or as the password
+// of HTTP basic auth (any user name). Off (404) when the token is unset.
+func (s *Server) RequireOperator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Cfg.AdminToken == "" {
+			WriteProblem(w, r, http.StatusNotFound, "operator pages are disabled (set LEADPIPE_ADMIN_TOKEN)", nil)
+			return
+		}
+		tok := bearer(r)
+		if tok == "" {
+			_, tok, _ = r.BasicAuth()
+		}
+		if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Cfg.AdminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="leadpipe operator", charset="UTF-8"`)
+			WriteProblem(w, r, http.StatusUnauthorized, "operator login required: the password is LEADPIPE_ADMIN_TOKEN", nil)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}

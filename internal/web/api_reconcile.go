@@ -1,0 +1,62 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/reconcile"
+)
+
+// reconcileRoutes are the reconcile endpoints of the tenant API (PRODUCT.md §7).
+func (s *Server) reconcileRoutes(r chi.Router) {
+	if s.Reconcile == nil {
+		return
+	}
+	r.Post("/sources/{id}/reconcile", s.triggerReconcile)
+	r.Get("/sources/{id}/reconcile-runs", s.listReconcileRuns)
+}
+
+// triggerReconcile is POST /api/v1/sources/{id}/reconcile → 202 {"run_id"};
+// while a run of the source is going, its id again.
+func (s *Server) triggerReconcile(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	runID, err := s.Reconcile.Trigger(r.Context(), Tenant(r), id)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/sources/"+id+"/reconcile-runs")
+	WriteJSON(w, http.StatusAccepted, map[string]string{"run_id": runID})
+}
+
+// listReconcileRuns is GET /api/v1/sources/{id}/reconcile-runs?limit=&cursor=,
+// newest first.
+func (s *Server) listReconcileRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be a whole number from 1 to 100"}))
+			return
+		}
+		limit = n
+	}
+	page, err := s.Reconcile.ListRuns(r.Context(), Tenant(r), chi.URLParam(r, "id"), limit, q.Get("cursor"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	items := make([]reconcile.RunView, 0, len(page.Items))
+	for _, run := range page.Items {
+		items = append(items, run.View())
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}

@@ -1,0 +1,21 @@
+package web
+
+import (
+	_ "embed"
+	"net/http"
+	"strconv"
+)
+
+// OpenAPISpec is the API's OpenAPI 3.1 document.
+//
+//go:embed openapi.yaml
+var OpenAPISpec []byte
+
+// openAPISpec serves GET /api/openapi.yaml (no authentication: it is
+// documentation).
+func (s *Server) openAPISpec(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(OpenAPISpec)))
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(OpenAPISpec)
+}

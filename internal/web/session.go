@@ -1,0 +1,227 @@
+package web
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/tenants"
+)
+
+// SessionCookie is the name of the web UI's session cookie.
+const SessionCookie = "leadpipe_session"
+
+// flashCookie carries a one-line notice across a redirect-after-post.
+const flashCookie = "leadpipe_flash"
+
+type uiCtxKey struct{}
+
+// uiSession is what RequireSession loaded for a signed-in request.
+type uiSession struct {
+	User   tenants.User
+	Tenant tenants.Tenant
+}
+
+func sessionFrom(ctx context.Context) *uiSession {
+	s, _ := ctx.Value(uiCtxKey{}).(*uiSession)
+	return s
+}
+
+// secureRequest reports whether the browser reached us over https, so the
+// session cookie can be marked Secure.
+func (s *Server) secureRequest(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return s.Cfg != nil && s.Cfg.TrustProxyHeaders && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secureRequest(r)})
+}
+
+func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, value string) {
+	s.setCookie(w, r, SessionCookie, value, int(tenants.SessionTTL/time.Second))
+}
+
+func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
+	s.setCookie(w, r, SessionCookie, "", -1)
+}
+
+// setFlash leaves a notice for the page the redirect lands on.
+func (s *Server) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
+	s.setCookie(w, r, flashCookie, url.QueryEscape(msg), 60)
+}
+
+// takeFlash reads and clears the notice (shown once).
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	s.setCookie(w, r, flashCookie, "", -1)
+	msg, err := url.QueryUnescape(c.Value)
+	if err != nil || len(msg) > 300 {
+		return ""
+	}
+	return msg
+}
+
+// RequireSession loads the signed-in user from the session cookie; without a
+// valid session the browser is sent to /login (and back afterwards). The
+// tenant always comes from the session, never from the URL.
+func (s *Server) RequireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(SessionCookie)
+		if err != nil || c.Value == "" {
+			s.toLogin(w, r)
+			return
+		}
+		u, err := s.Tenants.SessionUser(r.Context(), c.Value)
+		if err != nil {
+			if apperr.Is(err, apperr.Unauthorized) {
+				s.clearSessionCookie(w, r)
+				s.toLogin(w, r)
+				return
+			}
+			s.uiError(w, r, err)
+			return
+		}
+		t, err := s.Tenants.Tenant(r.Context(), u.TenantID)
+		if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role})
+		ctx = context.WithValue(ctx, uiCtxKey{}, &uiSession{User: u, Tenant: t})
+		// Signed-in pages are personal: never cache them anywhere.
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// RequireAdminUI answers the ordinary 404 page to non-admins, so a staff
+// user cannot even tell an admin page exists.
+func (s *Server) RequireAdminUI(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sess := sessionFrom(r.Context()); sess == nil || !sess.User.IsAdmin() {
+			s.uiNotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// toLogin redirects to the login page, remembering where the user was going.
+func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
+	target := "/login"
+	if r.Method == http.MethodGet && r.URL.Path != "/" {
+		target += "?next=" + url.QueryEscape(r.URL.RequestURI())
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		// htmx would swap the login page into a fragment; make it navigate.
+		w.Header().Set("HX-Redirect", target)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// safeNext accepts only local absolute paths as a post-login destination
+// (no open redirect to //evil.example or /\evil.example).
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") || strings.HasPrefix(next, "/login") || strings.HasPrefix(next, "/logout") {
+		return "/leads"
+	}
+	return next
+}
+
+// clientIP is the address the login limiter counts: the peer, or the last
+// X-Forwarded-For hop when a trusted proxy sits in front.
+func (s *Server) clientIP(r *http.Request) string {
+	if s.Cfg != nil && s.Cfg.TrustProxyHeaders {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			parts := strings.Split(xff, ",")
+			if ip := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(ip) != nil {
+				return ip
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// LoginLimiter counts failed logins per key in a sliding window, in memory
+// (each replica counts its own; the limit is a brake on guessing, not an
+// accounting system).
+type LoginLimiter struct {
+	Max    int
+	Window time.Duration
+	Now    func() time.Time
+
+	mu   sync.Mutex
+	hits map[string][]time.Time
+}
+
+// NewLoginLimiter allows max failures per key within window.
+func NewLoginLimiter(max int, window time.Duration) *LoginLimiter {
+	return &LoginLimiter{Max: max, Window: window, Now: time.Now, hits: map[string][]time.Time{}}
+}
+
+// recent drops expired hits of key; the caller holds mu.
+func (l *LoginLimiter) recent(key string, now time.Time) []time.Time {
+	h := l.hits[key]
+	i := 0
+	for i < len(h) && now.Sub(h[i]) >= l.Window {
+		i++
+	}
+	h = h[i:]
+	if len(h) == 0 {
+		delete(l.hits, key)
+		return nil
+	}
+	l.hits[key] = h
+	return h
+}
+
+// Allow reports whether key may try again, and if not, when.
+func (l *LoginLimiter) Allow(key string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.Now()
+	h := l.recent(key, now)
+	if len(h) < l.Max {
+		return true, 0
+	}
+	return false, l.Window - now.Sub(h[0])
+}
+
+// Fail records a failed attempt of key.
+func (l *LoginLimiter) Fail(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.Now()
+	if len(l.hits) > 50_000 { // bound memory under a spray of distinct keys
+		for k := range l.hits {
+			l.recent(k, now)
+		}
+	}
+	l.hits[key] = append(l.recent(key, now), now)
+}
+
+// Reset forgets key's failures (after a successful login).
+func (l *LoginLimiter) Reset(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.hits, key)
+}

@@ -1,0 +1,191 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"leadpipe/internal/app"
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/web/uiq"
+)
+
+// BenchmarkInbox measures the UI's lead pages against a tenant with many
+// leads, through the real server and MariaDB: the time from request to
+// the last byte of HTML. 20,000 leads by default; the README's number is
+//
+//	LEADPIPE_BENCH_LEADS=1000000 go test ./internal/web -run '^$' -bench BenchmarkInbox -benchtime 200x
+//
+// Seeding a million leads takes minutes; with LEADPIPE_BENCH_DSN naming a
+// database (created if missing) the seeded tenant is kept and reused.
+func BenchmarkInbox(b *testing.B) {
+	n := 20_000
+	if v := os.Getenv("LEADPIPE_BENCH_LEADS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("LEADPIPE_BENCH_LEADS=%q: want a positive integer", v)
+		}
+	}
+	bs := benchServer(b, n)
+	base, email, password := bs.url, bs.email, bs.password
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.PostForm(base+"/login", url.Values{"email": {email}, "password": {password}})
+	if err != nil || res.StatusCode != http.StatusSeeOther {
+		b.Fatalf("login: %v %v", res, err)
+	}
+	res.Body.Close()
+
+	get := func(b *testing.B, path string) string {
+		res, err := c.Get(base + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %d", path, res.StatusCode)
+		}
+		return string(body)
+	}
+	first, err := goquery.NewDocumentFromReader(strings.NewReader(get(b, "/leads")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	next, _ := first.Find(`[data-testid="pagination-next"]`).Attr("href")
+	leadID, _ := first.Find(`[data-testid="lead-row"]`).First().Attr("data-lead-id")
+	if next == "" || leadID == "" || first.Find(`[data-testid="lead-row"]`).Length() != 50 {
+		b.Fatalf("first page: next %q lead %q", next, leadID)
+	}
+
+	// The status tabs' counts, capped (what the pages run) against the
+	// exact GROUP BY count as the baseline.
+	b.Run("counts-capped", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := uiq.StatusCounts(context.Background(), bs.app.DB, bs.tenantID, leads.Statuses, 1000); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("counts-exact-baseline", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := bs.app.Web.Leads.Counts(context.Background(), bs.tenantID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct{ name, path string }{
+		{"inbox", "/leads"},
+		{"page2", next},
+		{"status", "/leads?status=qualified"},
+		{"unassigned", "/leads?owner=none"},
+		{"search-common", "/leads?q=smi"},
+		{"search-rare", "/leads?q=zzyzx"},
+		{"board", "/leads/board"},
+		{"lead", "/leads/" + leadID},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var ds []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				get(b, c.path)
+				ds = append(ds, time.Since(t0))
+			}
+			slices.Sort(ds)
+			b.ReportMetric(ms(ds[len(ds)/2]), "p50-ms")
+			b.ReportMetric(ms(ds[len(ds)*99/100]), "p99-ms")
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+type benchEnv struct {
+	app                  *app.App
+	tenantID             string
+	url, email, password string
+}
+
+// benchServer returns a running server whose tenant has at least n leads,
+// and a login of that tenant.
+func benchServer(b *testing.B, n int) benchEnv {
+	ctx := context.Background()
+	var a *app.App
+	var tenantID, sourceID string
+	email, password := "ui-bench@uibench.test", "ui-bench-password"
+	if dsn := os.Getenv("LEADPIPE_BENCH_DSN"); dsn != "" {
+		cfg := apptest.Config(b, dsn, apptest.Options{RedisDB: apptest.RedisBench})
+		var err error
+		if a, err = app.Open(ctx, cfg, slog.New(slog.DiscardHandler)); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(a.Close)
+		t, err := a.Tenants.TenantBySlug(ctx, "uibench")
+		if apperr.Is(err, apperr.NotFound) {
+			p, perr := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: "uibench", Name: "UI bench",
+				AdminEmail: email, AdminPassword: password, AdminName: "Bench Admin"})
+			t, err = p.Tenant, perr
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		tenantID = t.ID
+	} else {
+		e := apptest.New(b, "ui_bench", apptest.Options{RedisDB: apptest.RedisWeb})
+		a = e.App
+		p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: "uibench", Name: "UI bench",
+			AdminEmail: email, AdminPassword: password, AdminName: "Bench Admin"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tenantID = p.Tenant.ID
+	}
+	srcs, err := a.Sources.List(ctx, tenantID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(srcs) > 0 {
+		sourceID = srcs[0].ID
+	} else {
+		src, _, err := a.Sources.Create(ctx, tenantID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sourceID = src.ID
+	}
+	var have int
+	if err := a.DB.GetContext(ctx, &have, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, tenantID); err != nil {
+		b.Fatal(err)
+	}
+	if have < n {
+		start := time.Now()
+		if _, err := leads.Seed(ctx, a.DB, tenantID, leads.SeedOptions{N: n - have, SourceID: sourceID, RandSeed: uint64(have) + 1}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.DB.ExecContext(ctx, `ANALYZE TABLE leads`); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("seeded %d leads in %s", n-have, time.Since(start).Round(time.Millisecond))
+	}
+	b.Logf("tenant has %d leads", max(have, n))
+	srv := httptest.NewServer(a.Handler())
+	b.Cleanup(srv.Close)
+	return benchEnv{app: a, tenantID: tenantID, url: srv.URL, email: email, password: password}
+}

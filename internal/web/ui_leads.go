@@ -1,0 +1,495 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/web/uiq"
+	"leadpipe/views/components"
+	leadviews "leadpipe/views/leads"
+)
+
+const (
+	inboxPageSize = 50
+	boardPerCol   = 20
+	countCap      = 1_000 // status counts above this read "1,000+" (bounded cost at any size)
+	timelineShown = 200
+)
+
+// leadSvc is the leads service the API uses (one made here when unwired).
+func (s *Server) leadSvc() *leads.Service {
+	if s.Leads != nil {
+		return s.Leads
+	}
+	return s.ui.leads
+}
+
+// directory is the tenant's users and sources by id, for names on pages.
+type directory struct {
+	users   []tenants.User
+	sources map[string]string
+	srcOpts []components.Option
+}
+
+func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory, error) {
+	us, err := s.Tenants.Users(ctx, tenantID)
+	if err != nil {
+		return directory{}, err
+	}
+	srcs, err := s.Sources.List(ctx, tenantID)
+	if err != nil {
+		return directory{}, err
+	}
+	d := directory{users: us, sources: make(map[string]string, len(srcs))}
+	for _, src := range srcs {
+		d.sources[src.ID] = src.Name
+		d.srcOpts = append(d.srcOpts, components.Option{Value: src.ID, Label: src.Name})
+	}
+	return d, nil
+}
+
+func (d directory) userName(id string) string {
+	for _, u := range d.users {
+		if u.ID == id {
+			return u.Name
+		}
+	}
+	return ""
+}
+
+func (d directory) leadView(l leads.Lead) leadviews.Lead {
+	v := leadviews.Lead{ID: l.ID, Name: l.Name, Email: l.Email, Phone: l.Phone, Company: l.Company,
+		SourceID: l.SourceID, SourceName: d.sources[l.SourceID], SourceRef: l.SourceRef, Status: l.Status,
+		Tags: l.Tags, Version: l.Version, TimesSeen: l.TimesSeen, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
+		LastSeenAt: l.LastSeenAt}
+	if l.OwnerID != nil {
+		v.OwnerID = *l.OwnerID
+		v.OwnerName = d.userName(*l.OwnerID)
+	}
+	if l.SourceCreatedAt != nil {
+		v.SourceCreatedAt = *l.SourceCreatedAt
+	}
+	return v
+}
+
+// counts returns "All" and every status, each capped at countCap. "All"
+// is the sum, capped when any part is.
+func (s *Server) counts(ctx context.Context, tenantID string) ([]leadviews.StatusCount, error) {
+	cs, err := uiq.StatusCounts(ctx, s.DB, tenantID, leads.Statuses, countCap)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leadviews.StatusCount, 0, len(cs)+1)
+	all := leadviews.StatusCount{}
+	for _, c := range cs {
+		all.N += c.N
+		all.Capped = all.Capped || c.Capped
+		out = append(out, leadviews.StatusCount{Status: c.Status, N: c.N, Capped: c.Capped})
+	}
+	return append([]leadviews.StatusCount{all}, out...), nil
+}
+
+func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	q := r.URL.Query()
+	f := leadviews.Filters{Status: q.Get("status"), Source: q.Get("source"), Owner: q.Get("owner"), Q: strings.TrimSpace(q.Get("q"))}
+	cursor := q.Get("cursor")
+	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := leadviews.InboxView{Filters: f, IsFirst: cursor == "", Now: time.Now()}
+	filter := leads.Filter{Status: f.Status, SourceID: f.Source, OwnerID: f.Owner, Q: f.Q, Limit: inboxPageSize, Cursor: cursor}
+	if filter.OwnerID == "me" {
+		filter.OwnerID = sess.User.ID
+	}
+	page, err := s.leadSvc().List(ctx, sess.Tenant.ID, filter)
+	var ae *apperr.Error
+	if errors.As(err, &ae) && ae.Code == apperr.Invalid {
+		// Drop what was not understood (a stale bookmark), say so, list the rest.
+		var bad []string
+		for k := range ae.Fields {
+			bad = append(bad, k)
+			switch k {
+			case "status":
+				filter.Status, v.Filters.Status = "", ""
+			case "source":
+				filter.SourceID, v.Filters.Source = "", ""
+			case "owner":
+				filter.OwnerID, v.Filters.Owner = "", ""
+			case "q":
+				filter.Q, v.Filters.Q = "", ""
+			case "cursor":
+				filter.Cursor, v.IsFirst = "", true
+			}
+		}
+		v.Problem = "Ignored: " + strings.Join(bad, ", ") + ". Showing the leads for the remaining filters."
+		page, err = s.leadSvc().List(ctx, sess.Tenant.ID, filter)
+	}
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if v.Counts, err = s.counts(ctx, sess.Tenant.ID); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v.HasAny = v.Counts[0].N > 0
+	v.Sources = append([]components.Option{{Value: "", Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}, dir.srcOpts...)
+	v.Owners = []components.Option{{Value: "", Label: "Anyone"}, {Value: "me", Label: "Assigned to me"}, {Value: leads.OwnerNone, Label: "Unassigned"}}
+	for _, u := range dir.users {
+		if u.DisabledAt == nil && u.ID != sess.User.ID {
+			v.Owners = append(v.Owners, components.Option{Value: u.ID, Label: u.Name})
+		}
+	}
+	for _, l := range page.Items {
+		v.Leads = append(v.Leads, dir.leadView(l))
+	}
+	if page.NextCursor != "" {
+		href := v.Filters.Href(v.Filters.Status)
+		sep := "?"
+		if strings.Contains(href, "?") {
+			sep = "&"
+		}
+		v.NextHref = href + sep + "cursor=" + page.NextCursor
+	}
+	v.Page = s.page(w, r, "Inbox", "leads")
+	s.render(w, r, http.StatusOK, leadviews.Inbox(v))
+}
+
+func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	board, err := s.leadSvc().ListBoard(ctx, sess.Tenant.ID, boardPerCol)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	counts, err := s.counts(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := leadviews.BoardView{PerCol: boardPerCol, HasAny: counts[0].N > 0, Now: time.Now()}
+	for i, st := range leads.Statuses {
+		col := leadviews.Column{Status: st, Count: counts[i+1]}
+		for _, l := range board[st] {
+			col.Leads = append(col.Leads, dir.leadView(l))
+		}
+		v.Columns = append(v.Columns, col)
+	}
+	v.Page = s.page(w, r, "Board", "board")
+	s.render(w, r, http.StatusOK, leadviews.Board(v))
+}
+
+// leadPageOpts are what a POST that failed brings to the re-rendered page.
+type leadPageOpts struct {
+	conflict *leadviews.Conflict // attempted change; By/At are filled in
+	note     leadviews.NoteForm
+	problem  string
+}
+
+func (s *Server) uiLead(w http.ResponseWriter, r *http.Request) {
+	s.renderLead(w, r, http.StatusOK, chi.URLParam(r, "id"), leadPageOpts{})
+}
+
+func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, id string, o leadPageOpts) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	l, err := s.leadSvc().Get(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	tl, err := s.leadSvc().Timeline(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := leadviews.LeadView{Lead: dir.leadView(l), Note: o.note, Error: o.problem, IsAdmin: sess.User.IsAdmin(),
+		MeID: sess.User.ID, Now: time.Now()}
+	v.Payload, v.PayloadCut = leadviews.PayloadTokens(l.Payload)
+	if v.Note.Key == "" {
+		v.Note.Key = newFormKey()
+	}
+	v.Owners = []components.Option{{Value: "", Label: "Unassigned"}}
+	for _, u := range dir.users {
+		if u.DisabledAt != nil && u.ID != v.Lead.OwnerID {
+			continue
+		}
+		label := u.Name
+		if u.ID == sess.User.ID {
+			label += " (me)"
+		}
+		v.Owners = append(v.Owners, components.Option{Value: u.ID, Label: label})
+	}
+	for i, e := range tl {
+		if i == timelineShown {
+			v.MoreEvents = len(tl) - i
+			break
+		}
+		v.Timeline = append(v.Timeline, timelineEvent(e, dir))
+	}
+	if o.conflict != nil {
+		c := *o.conflict
+		c.By, c.At = "someone", l.UpdatedAt
+		// Who and when: the newest change that made a new version.
+		for _, e := range tl {
+			if e.Kind == leads.EventStatusChanged || e.Kind == leads.EventOwnerChanged || e.Kind == leads.EventTagsChanged {
+				c.By, c.At = e.ActorName, e.At
+				break
+			}
+		}
+		v.Conflict = &c
+	}
+	v.Page = s.page(w, r, v.Lead.Title(), "leads")
+	s.render(w, r, status, leadviews.Page(v))
+}
+
+func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
+	ev := leadviews.Event{Kind: e.Kind, Actor: e.ActorName, At: e.At}
+	var d map[string]any
+	_ = json.Unmarshal(e.Detail, &d)
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	switch e.Kind {
+	case leads.EventStatusChanged:
+		ev.From, ev.To = str("from"), str("to")
+	case leads.EventOwnerChanged:
+		if to := str("to"); to != "" {
+			ev.To = str("to_name")
+			if ev.To == "" {
+				ev.To = dir.userName(to)
+			}
+			if ev.To == "" {
+				ev.To = "a former user"
+			}
+		}
+	case leads.EventTagsChanged:
+		ev.Detail = tagsText(d["added"], d["removed"])
+	case leads.EventNoteAdded:
+		ev.Body = str("body")
+	case leads.EventDelivery, leads.EventDuplicate, leads.EventReconcile:
+		ev.Detail = e.SenderDeliveryID
+	}
+	return ev
+}
+
+func tagsText(added, removed any) string {
+	list := func(v any) string {
+		xs, _ := v.([]any)
+		var out []string
+		for _, x := range xs {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	var parts []string
+	if a := list(added); a != "" {
+		parts = append(parts, "added "+a)
+	}
+	if r := list(removed); r != "" {
+		parts = append(parts, "removed "+r)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
+}
+
+// formVersion reads the hidden version field; an edit without one must not
+// become an unconditional overwrite (leads.AnyVersion).
+func formVersion(r *http.Request) (int, bool) {
+	v, err := strconv.Atoi(r.PostFormValue("version"))
+	return v, err == nil && v > 0
+}
+
+// backTo is where a lead form returns after saving: the board or the lead.
+func backTo(r *http.Request, id string) string {
+	if r.PostFormValue("back") == "/leads/board" {
+		return "/leads/board"
+	}
+	return "/leads/" + id
+}
+
+func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	status := r.PostFormValue("status")
+	if !leads.ValidStatus(status) {
+		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "Pick one of the statuses in the list."})
+		return
+	}
+	s.patchLead(w, r, id, "status", status, components.StatusLabel(status), leads.PatchInput{Status: &status},
+		"Status set to "+components.StatusLabel(status)+".")
+}
+
+func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	id := chi.URLParam(r, "id")
+	owner := strings.TrimSpace(r.PostFormValue("owner"))
+	in := leads.PatchInput{OwnerSet: true}
+	label, flash := "unassigned", "Owner removed."
+	if owner != "" {
+		in.OwnerID = &owner
+		u, err := s.Tenants.User(ctx, sess.Tenant.ID, owner)
+		if err != nil || u.DisabledAt != nil {
+			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "Pick an active user from the list."})
+			return
+		}
+		label, flash = u.Name, "Assigned to "+u.Name+"."
+	}
+	s.patchLead(w, r, id, "owner", owner, label, in, flash)
+}
+
+// patchLead applies an edit under the version the form was rendered with.
+// A stale version re-renders the page with the conflict and the current
+// values: nothing is overwritten.
+func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, value, label string, in leads.PatchInput, flash string) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	version, ok := formVersion(r)
+	if !ok {
+		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The form was missing the lead's version; reload the page and try again."})
+		return
+	}
+	p, _ := PrincipalFrom(ctx)
+	_, err := s.leadSvc().Patch(ctx, sess.Tenant.ID, id, p, version, in)
+	switch {
+	case err == nil:
+		s.setFlash(w, r, flash)
+		seeOther(w, r, backTo(r, id))
+	case apperr.Is(err, apperr.PreconditionFailed), apperr.Is(err, apperr.Conflict):
+		s.renderLead(w, r, http.StatusConflict, id, leadPageOpts{conflict: &leadviews.Conflict{Field: field, Attempted: label, Value: value}})
+	case apperr.Is(err, apperr.Invalid):
+		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: problemText(err)})
+	default:
+		s.uiError(w, r, err)
+	}
+}
+
+func problemText(err error) string {
+	var e *apperr.Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	var parts []string
+	for k, v := range e.Fields {
+		parts = append(parts, strings.ReplaceAll(k, "_", " ")+" "+v)
+	}
+	if len(parts) == 0 {
+		return sentence("", e.Message)
+	}
+	return sentence("", strings.Join(parts, "; "))
+}
+
+func (s *Server) uiLeadNote(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	id := chi.URLParam(r, "id")
+	if _, err := s.leadSvc().Get(ctx, sess.Tenant.ID, id); err != nil {
+		s.uiError(w, r, err) // another tenant's lead is a 404 before anything else
+		return
+	}
+	form := leadviews.NoteForm{Key: r.PostFormValue("key"), Body: r.PostFormValue("body")}
+	body := strings.TrimSpace(form.Body)
+	switch {
+	case body == "":
+		form.Error = "Write something first."
+	case len([]rune(body)) > 10000:
+		form.Error = "A note is at most 10,000 characters; split it in two."
+	}
+	if form.Error != "" {
+		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{note: form})
+		return
+	}
+	p, _ := PrincipalFrom(ctx)
+	loc, err := s.uiOnceTx(ctx, sess.Tenant.ID, form.Key, "note:"+id, func(tx *sqlx.Tx) (string, error) {
+		if _, err := s.leadSvc().AddNote(ctx, tx, sess.Tenant.ID, id, p, body); err != nil {
+			return "", err
+		}
+		return "/leads/" + id + "#timeline", nil
+	})
+	if err != nil {
+		if apperr.Is(err, apperr.Invalid) {
+			form.Error = problemText(err)
+			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{note: form})
+			return
+		}
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Note added.")
+	seeOther(w, r, loc)
+}
+
+func (s *Server) uiNewLead(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, leadviews.New(leadviews.NewLeadForm{Page: s.page(w, r, "New lead", "leads"), Key: newFormKey()}))
+}
+
+func (s *Server) uiCreateLead(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	f := leadviews.NewLeadForm{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),
+		Phone: r.PostFormValue("phone"), Company: r.PostFormValue("company"), Key: r.PostFormValue("key")}
+	// The API's parser holds the rules; the form is the same object.
+	body, _ := json.Marshal(map[string]string{"name": f.Name, "email": f.Email, "phone": f.Phone, "company": f.Company})
+	in, err := leads.ParseCreate(body)
+	if err != nil {
+		f.Errors = fieldErrors(err)
+		f.Page = s.page(nil, r, "New lead", "leads")
+		s.render(w, r, http.StatusUnprocessableEntity, leadviews.New(f))
+		return
+	}
+	p, _ := PrincipalFrom(ctx)
+	loc, err := s.uiOnceTx(ctx, sess.Tenant.ID, f.Key, "lead", func(tx *sqlx.Tx) (string, error) {
+		l, err := s.leadSvc().Create(ctx, tx, sess.Tenant.ID, p, in)
+		return "/leads/" + l.ID, err
+	})
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Lead added.")
+	seeOther(w, r, loc)
+}

@@ -1,0 +1,111 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/leads"
+	"leadpipe/views/assets"
+)
+
+// uiState is the web UI's per-router state.
+type uiState struct {
+	logins   *LoginLimiter // failed logins per IP + email
+	loginsIP *LoginLimiter // failed logins per IP, any email (password spraying)
+	csrf     *http.CrossOriginProtection
+	leads    *leads.Service
+}
+
+func (s *Server) newUIState() *uiState {
+	u := &uiState{
+		logins:   NewLoginLimiter(10, 5*time.Minute),
+		loginsIP: NewLoginLimiter(100, 5*time.Minute),
+		csrf:     http.NewCrossOriginProtection(),
+		leads:    leads.NewService(s.DB),
+	}
+	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
+	return u
+}
+
+// uiRoutes mounts the server-rendered web UI (PRODUCT.md §10). Pages are
+// plain HTML forms with redirect-after-post, so they work without
+// JavaScript; unsafe methods pass Go's cross-origin protection (CSRF) and
+// the session cookie is SameSite=Lax.
+func (s *Server) uiRoutes(r chi.Router) {
+	s.ui = s.newUIState()
+	// Browsers get an HTML 404 page; API clients keep problem+json.
+	r.NotFound(s.notFound)
+	r.Handle(assets.Prefix+"*", assets.Handler())
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.ui.csrf.Handler)
+		r.Get("/", s.uiRoot)
+		r.Get("/login", s.loginPage)
+		r.Post("/login", s.loginSubmit)
+		r.Post("/logout", s.logout)
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.RequireSession)
+			r.Get("/leads", s.uiInbox)
+			r.Post("/leads", s.uiCreateLead)
+			r.Get("/leads/new", s.uiNewLead)
+			r.Get("/leads/board", s.uiBoard)
+			r.Get("/leads/{id}", s.uiLead)
+			r.Post("/leads/{id}/status", s.uiLeadStatus)
+			r.Post("/leads/{id}/owner", s.uiLeadOwner)
+			r.Post("/leads/{id}/notes", s.uiLeadNote)
+
+			r.Group(func(r chi.Router) {
+				r.Use(s.RequireAdminUI)
+				r.Get("/sources", s.uiSources)
+				r.Post("/sources", s.uiCreateSource)
+				r.Get("/sources/{id}", s.uiSource)
+				r.Post("/sources/{id}/rotate-secret", s.uiRotateSecret)
+				r.Post("/sources/{id}/reconcile", s.uiReconcileNow)
+				r.Get("/settings/users", s.uiUsers)
+				r.Post("/settings/users", s.uiCreateUser)
+				r.Post("/settings/users/{id}/role", s.uiUserRole)
+				r.Post("/settings/users/{id}/disabled", s.uiUserDisabled)
+				r.Get("/settings/tokens", s.uiTokens)
+				r.Post("/settings/tokens", s.uiCreateToken)
+				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
+				r.Get("/settings/endpoints", s.uiEndpoints)
+				r.Get("/monitor", s.uiMonitor)
+				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
+				r.Get("/alerts", s.uiAlerts)
+				r.Post("/alerts/{id}/ack", s.uiAckAlert)
+			})
+		})
+	})
+}
+
+// notFound answers unknown routes: an HTML page for browsers, the API's
+// problem+json for everything else.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if wantsHTML(r) {
+		s.uiNotFound(w, r)
+		return
+	}
+	WriteProblem(w, r, http.StatusNotFound, "no such route", nil)
+}
+
+func wantsHTML(r *http.Request) bool {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/hooks/") {
+		return false
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+func (s *Server) uiRoot(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if _, err := s.Tenants.SessionUser(r.Context(), c.Value); err == nil {
+			http.Redirect(w, r, "/leads", http.StatusSeeOther)
+			return
+		}
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

@@ -1,0 +1,266 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
+	"leadpipe/internal/tenants"
+	"leadpipe/views/settings"
+)
+
+func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings.UserForm) (settings.UsersView, error) {
+	sess := sessionFrom(r.Context())
+	us, err := s.Tenants.Users(r.Context(), sess.Tenant.ID)
+	if err != nil {
+		return settings.UsersView{}, err
+	}
+	v := settings.UsersView{Page: s.page(w, r, "Users", "users"), Form: form, Now: time.Now()}
+	for _, u := range us {
+		v.Users = append(v.Users, settings.User{ID: u.ID, Name: u.Name, Email: u.Email, Role: u.Role,
+			Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt, IsYou: u.ID == sess.User.ID})
+	}
+	if v.Form.Key == "" {
+		v.Form.Key = newFormKey()
+	}
+	return v, nil
+}
+
+func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request) {
+	v, err := s.usersView(w, r, settings.UserForm{})
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, settings.Users(v))
+}
+
+func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	in := tenants.CreateUserInput{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),
+		Password: r.PostFormValue("password"), Role: r.PostFormValue("role")}
+	form := settings.UserForm{Name: in.Name, Email: in.Email, Role: in.Role, Key: r.PostFormValue("key")}
+	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func() (string, error) {
+		u, err := s.Tenants.CreateUser(r.Context(), sess.Tenant.ID, in)
+		if err != nil {
+			return "", err
+		}
+		return "/settings/users#user-" + u.ID, nil
+	})
+	if err != nil {
+		switch apperr.CodeOf(err) {
+		case apperr.Invalid:
+			form.Errors = fieldErrors(err)
+		case apperr.Conflict:
+			form.Errors = map[string]string{"email": "Someone already signs in with this email."}
+		default:
+			s.uiError(w, r, err)
+			return
+		}
+		v, verr := s.usersView(nil, r, form)
+		if verr != nil {
+			s.uiError(w, r, verr)
+			return
+		}
+		s.render(w, r, http.StatusUnprocessableEntity, settings.Users(v))
+		return
+	}
+	s.setFlash(w, r, "Added "+strings.TrimSpace(in.Name)+". Share the password with them privately.")
+	seeOther(w, r, loc)
+}
+
+func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if !db.ValidID(id) {
+		s.uiNotFound(w, r)
+		return
+	}
+	if id == sess.User.ID {
+		// An admin demoting themselves could leave nobody to undo it.
+		s.setFlash(w, r, "You cannot change your own role; ask another admin.")
+		seeOther(w, r, "/settings/users")
+		return
+	}
+	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
+	if err == nil {
+		err = s.Tenants.SetUserRole(r.Context(), sess.Tenant.ID, id, r.PostFormValue("role"))
+	}
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, u.Name+" is now "+roleWord(r.PostFormValue("role"))+".")
+	seeOther(w, r, "/settings/users")
+}
+
+func roleWord(r string) string {
+	if r == tenants.RoleAdmin {
+		return "an admin"
+	}
+	return "staff"
+}
+
+func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if !db.ValidID(id) {
+		s.uiNotFound(w, r)
+		return
+	}
+	if id == sess.User.ID {
+		s.setFlash(w, r, "You cannot disable yourself; ask another admin.")
+		seeOther(w, r, "/settings/users")
+		return
+	}
+	disable := r.PostFormValue("disabled") == "true"
+	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
+	if err == nil {
+		err = s.Tenants.SetUserDisabled(r.Context(), sess.Tenant.ID, id, disable)
+	}
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if disable {
+		s.setFlash(w, r, "Disabled "+u.Name+" and signed them out everywhere.")
+	} else {
+		s.setFlash(w, r, "Enabled "+u.Name+"; they can sign in again.")
+	}
+	seeOther(w, r, "/settings/users")
+}
+
+func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.TokensView, error) {
+	sess := sessionFrom(r.Context())
+	ts, err := s.Tenants.Tokens(r.Context(), sess.Tenant.ID)
+	if err != nil {
+		return settings.TokensView{}, err
+	}
+	us, err := s.Tenants.Users(r.Context(), sess.Tenant.ID)
+	if err != nil {
+		return settings.TokensView{}, err
+	}
+	names := make(map[string]string, len(us))
+	for _, u := range us {
+		names[u.ID] = u.Name
+	}
+	v := settings.TokensView{Page: s.page(w, r, "API tokens", "tokens"), FormKey: newFormKey(), Now: time.Now()}
+	for _, t := range ts {
+		row := settings.Token{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
+		if t.CreatedBy != nil {
+			row.CreatedBy = names[*t.CreatedBy]
+		}
+		v.Tokens = append(v.Tokens, row)
+	}
+	return v, nil
+}
+
+func (s *Server) uiTokens(w http.ResponseWriter, r *http.Request) {
+	v, err := s.tokensView(w, r)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, settings.Tokens(v))
+}
+
+// uiCreateToken answers with the page itself (no redirect): the new token
+// is shown this once and never stored in plain text, not even in a cookie.
+func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	var secret string
+	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func() (string, error) {
+		by := sess.User.ID
+		_, plain, err := s.Tenants.CreateToken(r.Context(), sess.Tenant.ID, name, &by)
+		secret = plain
+		return "/settings/tokens", err
+	})
+	status := http.StatusOK
+	var formErr string
+	switch {
+	case apperr.Is(err, apperr.Invalid):
+		status, formErr = http.StatusUnprocessableEntity, "Give the token a name (at most 200 characters)."
+	case err != nil:
+		s.uiError(w, r, err)
+		return
+	}
+	v, verr := s.tokensView(nil, r)
+	if verr != nil {
+		s.uiError(w, r, verr)
+		return
+	}
+	v.FormError = formErr
+	if secret != "" {
+		v.NewName, v.NewSecret = name, secret
+	} else if err == nil {
+		// A repeated submit of the same form: the token exists and its
+		// secret was shown on the first answer only.
+		v.Page.Flash = "This token was already created; its secret was shown once, on the first submit."
+	}
+	s.render(w, r, status, settings.Tokens(v))
+}
+
+func (s *Server) uiRevokeToken(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if !db.ValidID(id) {
+		s.uiNotFound(w, r)
+		return
+	}
+	if err := s.Tenants.RevokeToken(r.Context(), sess.Tenant.ID, id); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Token revoked. Requests using it now get 401.")
+	seeOther(w, r, "/settings/tokens")
+}
+
+func (s *Server) uiEndpoints(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, settings.Endpoints(s.page(w, r, "Outbound endpoints", "endpoints")))
+}
+
+// fieldErrors turns a service's field problems into sentences for forms.
+func fieldErrors(err error) map[string]string {
+	out := map[string]string{}
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		for k, v := range e.Fields {
+			out[k] = sentence(k, v)
+		}
+	}
+	return out
+}
+
+// sentence makes "must be an email address" read "Must be an email address.".
+func sentence(field, msg string) string {
+	if msg == "" {
+		return ""
+	}
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}

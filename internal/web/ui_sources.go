@@ -1,0 +1,300 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/web/uiq"
+	srcviews "leadpipe/views/sources"
+)
+
+func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcviews.Form) (srcviews.ListView, error) {
+	sess := sessionFrom(r.Context())
+	list, err := s.Sources.List(r.Context(), sess.Tenant.ID)
+	if err != nil {
+		return srcviews.ListView{}, err
+	}
+	last, err := uiq.LastDeliveries(r.Context(), s.DB, sess.Tenant.ID)
+	if err != nil {
+		return srcviews.ListView{}, err
+	}
+	v := srcviews.ListView{Page: s.page(w, r, "Sources", "sources"), Form: form, Now: time.Now()}
+	for _, src := range list {
+		v.Rows = append(v.Rows, srcviews.Row{ID: src.ID, Name: src.Name, Slug: src.Slug, Kind: src.Kind,
+			WebhookURL: s.Sources.WebhookURL(sess.Tenant.Slug, src.Slug), LastDelivery: last[src.ID]})
+	}
+	if v.Form.Key == "" {
+		v.Form.Key = newFormKey()
+	}
+	return v, nil
+}
+
+func (s *Server) uiSources(w http.ResponseWriter, r *http.Request) {
+	v, err := s.sourcesView(w, r, srcviews.Form{})
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, srcviews.List(v))
+}
+
+// uiCreateSource answers with the new source's page (no redirect): its
+// signing secret is shown on this answer only.
+func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	f := srcviews.Form{Name: r.PostFormValue("name"), Slug: strings.TrimSpace(r.PostFormValue("slug")), Kind: r.PostFormValue("kind"),
+		Secret: r.PostFormValue("secret"), VerifyToken: r.PostFormValue("verify_token"),
+		Config: strings.TrimSpace(r.PostFormValue("config")), Key: r.PostFormValue("key")}
+	in := sources.CreateInput{Name: f.Name, Slug: f.Slug, Kind: f.Kind, Secret: f.Secret, VerifyToken: f.VerifyToken}
+	if f.Config != "" {
+		if !json.Valid([]byte(f.Config)) {
+			f.Errors = map[string]string{"config": "Must be valid JSON, e.g. {\"signature_header\":\"X-Signature\"}."}
+			s.rerenderSources(w, r, f)
+			return
+		}
+		in.Config = json.RawMessage(f.Config)
+	}
+	var secret string
+	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, f.Key, "sources", func() (string, error) {
+		src, sec, err := s.Sources.Create(r.Context(), sess.Tenant.ID, in)
+		secret = sec
+		return "/sources/" + src.ID, err
+	})
+	switch {
+	case err == nil:
+	case apperr.Is(err, apperr.Invalid):
+		f.Errors = fieldErrors(err)
+		s.rerenderSources(w, r, f)
+		return
+	case apperr.Is(err, apperr.Conflict):
+		f.Errors = map[string]string{"slug": "Another source already uses this slug; pick another."}
+		s.rerenderSources(w, r, f)
+		return
+	default:
+		s.uiError(w, r, err)
+		return
+	}
+	id := strings.TrimPrefix(loc, "/sources/")
+	why := "created"
+	if secret == "" {
+		// The same form submitted twice (a double click): the browser shows
+		// only the last answer, so show the secret the first one made.
+		secrets, err := s.Sources.Secrets(r.Context(), sess.Tenant.ID, id)
+		if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		if len(secrets) > 0 {
+			secret, why = secrets[0], "replayed"
+		}
+	}
+	s.renderSource(w, r, http.StatusOK, id, secret, why, "Source added. Paste the webhook URL and the secret into the sending tool.")
+}
+
+func (s *Server) rerenderSources(w http.ResponseWriter, r *http.Request, f srcviews.Form) {
+	v, err := s.sourcesView(nil, r, f)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusUnprocessableEntity, srcviews.List(v))
+}
+
+func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
+	s.renderSource(w, r, http.StatusOK, chi.URLParam(r, "id"), "", "", "")
+}
+
+func (s *Server) uiRotateSecret(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
+	if err != nil {
+		grace = 86400
+	}
+	if _, err := s.Sources.Get(r.Context(), sess.Tenant.ID, id); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	_, secret, err := s.Sources.Rotate(r.Context(), sess.Tenant.ID, id, sources.RotateInput{GraceSeconds: &grace})
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	flash := "Secret rotated. The old secret was revoked at once."
+	if grace > 0 {
+		flash = "Secret rotated. The old secret keeps working for " + graceText(grace) + "."
+	}
+	s.renderSource(w, r, http.StatusOK, id, secret, "rotated", flash)
+}
+
+func graceText(sec int) string {
+	switch {
+	case sec%86400 == 0:
+		if sec == 86400 {
+			return "24 hours"
+		}
+		return strconv.Itoa(sec/86400) + " days"
+	case sec%3600 == 0:
+		if sec == 3600 {
+			return "1 hour"
+		}
+		return strconv.Itoa(sec/3600) + " hours"
+	}
+	return strconv.Itoa(sec) + " seconds"
+}
+
+// renderSource draws a source's page; answers to POSTs pass the secret to
+// show once and a notice.
+func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int, id, secret, why, flash string) {
+	sess := sessionFrom(r.Context())
+	ctx := r.Context()
+	src, err := s.Sources.Get(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	secrets, err := s.Sources.Secrets(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ds, err := uiq.RecentDeliveries(ctx, s.DB, sess.Tenant.ID, id, 50)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	dls, err := uiq.DeadLetters(ctx, s.DB, sess.Tenant.ID, id, 20)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := srcviews.DetailView{Page: s.page(w, r, src.Name, "sources"), NewSecret: secret, SecretWhy: why, Now: time.Now(),
+		Source: srcviews.Source{ID: src.ID, Name: src.Name, Slug: src.Slug, Kind: src.Kind,
+			WebhookURL: s.Sources.WebhookURL(sess.Tenant.Slug, src.Slug), Config: prettyJSON(src.Config),
+			HasVerifyToken: len(src.VerifyTokenEnc) > 0, LiveSecrets: len(secrets), CreatedAt: src.CreatedAt}}
+	if flash != "" {
+		v.Page.Flash = flash
+	}
+	if v.Reconcile, err = s.reconcileView(r, src); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	for _, d := range ds {
+		row := srcviews.Delivery{ID: d.ID, DeliveryID: d.DeliveryID, Origin: d.Origin, ReceivedAt: d.ReceivedAt,
+			Duplicates: d.Duplicates, Processed: d.ProcessedAt != nil, Size: d.Size}
+		if d.LastDuplicateAt != nil {
+			row.LastDuplicateAt = *d.LastDuplicateAt
+		}
+		if d.LeadID != nil {
+			row.LeadID = *d.LeadID
+		}
+		if d.LastError != nil {
+			row.Error = *d.LastError
+		}
+		v.Deliveries = append(v.Deliveries, row)
+	}
+	for _, d := range dls {
+		v.DeadLetters = append(v.DeadLetters, srcviews.DeadLetter{ID: d.ID, Reason: d.Reason, ReceivedAt: d.ReceivedAt,
+			Headers: prettyJSON(d.Headers), Body: readableBody(d.Body), Size: d.Size, Truncated: d.Size > len(d.Body)})
+	}
+	if secret != "" {
+		// The secret is on this page: keep it out of every cache and history.
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	s.render(w, r, status, srcviews.Detail(v))
+}
+
+// prettyJSON indents JSON for reading; anything else is returned as text.
+func prettyJSON(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" || string(b) == "{}" {
+		return ""
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return readableBody(b)
+	}
+	return out.String()
+}
+
+// readableBody shows a raw body as text: pretty when it is JSON, invalid
+// UTF-8 replaced (templ escapes the rest).
+func readableBody(b []byte) string {
+	if json.Valid(b) {
+		var out bytes.Buffer
+		if json.Indent(&out, b, "", "  ") == nil {
+			return out.String()
+		}
+	}
+	if !utf8.Valid(b) {
+		return strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	return string(b)
+}
+
+func (s *Server) reconcileView(r *http.Request, src sources.Source) (srcviews.Reconcile, error) {
+	v := srcviews.Reconcile{Available: sources.ReconcileKinds[src.Kind] && s.Reconcile != nil, Enabled: src.ReconcileEnabled()}
+	if !v.Available || !v.Enabled {
+		return v, nil
+	}
+	v.BaseURL, v.Interval = strValue(src.ReconcileBaseURL), durWords(time.Duration(src.ReconcileIntervalS)*time.Second)
+	page, err := s.Reconcile.ListRuns(r.Context(), src.TenantID, src.ID, 10, "")
+	if err != nil {
+		return v, err
+	}
+	for _, run := range page.Items {
+		row := srcviews.Run{State: run.State, Trigger: run.Trigger, StartedAt: run.StartedAt, Pages: run.Pages,
+			Records: run.Records, New: run.New, Known: run.Known, Errs: run.Errors, LastError: strValue(run.LastError)}
+		if run.FinishedAt != nil {
+			row.FinishedAt = *run.FinishedAt
+		}
+		v.Runs = append(v.Runs, row)
+	}
+	return v, nil
+}
+
+func strValue(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// uiReconcileNow starts a reconcile run ("Reconcile now"); a second click
+// while one runs joins it.
+func (s *Server) uiReconcileNow(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if s.Reconcile == nil {
+		s.uiNotFound(w, r)
+		return
+	}
+	if _, err := s.Reconcile.Trigger(r.Context(), sess.Tenant.ID, id); err != nil {
+		if apperr.Is(err, apperr.Invalid) {
+			s.setFlash(w, r, "Reconcile is not set up for this source yet.")
+			seeOther(w, r, "/sources/"+id+"#reconcile")
+			return
+		}
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Reconcile started. Reload in a moment to see the run.")
+	seeOther(w, r, "/sources/"+id+"#reconcile")
+}

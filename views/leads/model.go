@@ -1,0 +1,235 @@
+// Package leads holds the pages sales staff work in all day: the inbox,
+// the pipeline board, a lead's page and the new-lead form.
+package leads
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"leadpipe/views/components"
+	"leadpipe/views/layouts"
+)
+
+// Lead is a lead as the pages show it.
+type Lead struct {
+	ID, Name, Email, Phone, Company string
+	SourceID, SourceName, SourceRef string // SourceID "" for a lead typed in by a person
+	Status                          string
+	OwnerID, OwnerName              string
+	Tags                            []string
+	Version                         int
+	TimesSeen                       int
+	CreatedAt, UpdatedAt            time.Time
+	LastSeenAt, SourceCreatedAt     time.Time
+}
+
+// Title is what a lead is called: its name, else email, else phone.
+func (l Lead) Title() string {
+	switch {
+	case l.Name != "":
+		return l.Name
+	case l.Email != "":
+		return l.Email
+	case l.Phone != "":
+		return l.Phone
+	}
+	return "Unnamed lead"
+}
+
+// Filters are the inbox's query parameters.
+type Filters struct {
+	Status, Source, Owner, Q string
+}
+
+// Active reports whether any filter narrows the list.
+func (f Filters) Active() bool { return f.Status != "" || f.Source != "" || f.Owner != "" || f.Q != "" }
+
+// Query renders the filters as a query string (without "?"), with status
+// replaced by the given one (use f.Status to keep it).
+func (f Filters) Query(status string) string {
+	v := url.Values{}
+	if status != "" {
+		v.Set("status", status)
+	}
+	if f.Source != "" {
+		v.Set("source", f.Source)
+	}
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
+	}
+	if f.Q != "" {
+		v.Set("q", f.Q)
+	}
+	return v.Encode()
+}
+
+// Href is /leads with the filters and a status.
+func (f Filters) Href(status string) string {
+	if q := f.Query(status); q != "" {
+		return "/leads?" + q
+	}
+	return "/leads"
+}
+
+// StatusCount is one status tab of the inbox.
+type StatusCount struct {
+	Status string // "" is "All"
+	N      int
+	Capped bool // N is a lower bound ("10,000+")
+}
+
+// CountText formats a count: 1,234 or 10,000+.
+func (c StatusCount) CountText() string {
+	s := thousands(c.N)
+	if c.Capped {
+		s += "+"
+	}
+	return s
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return s
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// InboxView is GET /leads.
+type InboxView struct {
+	Page     layouts.Page
+	Filters  Filters
+	Sources  []components.Option // filter choices (value "" = all)
+	Owners   []components.Option // filter choices (value "" = anyone)
+	Counts   []StatusCount       // All first, then each status
+	Leads    []Lead
+	NextHref string // older page, "" on the last one
+	IsFirst  bool   // no cursor: the newest page
+	Problem  string // a filter was not understood
+	HasAny   bool   // the tenant has at least one lead
+	Now      time.Time
+}
+
+// Column is one status column of the board.
+type Column struct {
+	Status string
+	Count  StatusCount
+	Leads  []Lead
+}
+
+// BoardView is GET /leads/board.
+type BoardView struct {
+	Page    layouts.Page
+	Columns []Column
+	PerCol  int
+	HasAny  bool
+	Now     time.Time
+}
+
+// Event is one timeline entry.
+type Event struct {
+	Kind     string // created, status_changed, owner_changed, tags_changed, note_added, delivery, duplicate, reconcile, …
+	Actor    string
+	At       time.Time
+	From, To string // status or owner names
+	Body     string // a note
+	Detail   string // e.g. the sender's delivery id
+}
+
+// Conflict is a stale edit: someone saved first. The form is re-rendered
+// with the current values and what the user tried.
+type Conflict struct {
+	By        string
+	At        time.Time
+	Field     string // "status" | "owner"
+	Attempted string // the value the user tried, as a label
+	Value     string // the raw value, for "Apply my change anyway"
+}
+
+// NoteForm is the add-note form's state.
+type NoteForm struct {
+	Key   string
+	Body  string
+	Error string
+}
+
+// LeadView is GET /leads/{id}.
+type LeadView struct {
+	Page       layouts.Page
+	Lead       Lead
+	Payload    []Tok
+	PayloadCut bool
+	Timeline   []Event
+	MoreEvents int
+	Owners     []components.Option // "" = unassigned, then active users
+	Conflict   *Conflict
+	Note       NoteForm
+	Error      string // a form problem other than a conflict
+	IsAdmin    bool   // links to the source page
+	MeID       string
+	Now        time.Time
+}
+
+// NewLeadForm is GET /leads/new.
+type NewLeadForm struct {
+	Page                        layouts.Page
+	Name, Email, Phone, Company string
+	Key                         string
+	Errors                      map[string]string
+}
+
+func statusOptionsWithAll() []components.Option {
+	return append([]components.Option{{Value: "", Label: "Any status"}}, components.StatusOptions()...)
+}
+
+func ownerLabel(l Lead) string {
+	if l.OwnerName != "" {
+		return l.OwnerName
+	}
+	if l.OwnerID != "" {
+		return "Former user"
+	}
+	return ""
+}
+
+func sourceLabel(l Lead) string {
+	if l.SourceID == "" {
+		return "Added by hand"
+	}
+	if l.SourceName != "" {
+		return l.SourceName
+	}
+	return "Deleted source"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return thousands(n) + " " + many
+}
+
+// humanKind turns an unknown event kind into words: "enriched" → "Enriched".
+func humanKind(k string) string {
+	if k == "" {
+		return "Updated"
+	}
+	b := []byte(k)
+	for i := range b {
+		if b[i] == '_' || b[i] == ':' {
+			b[i] = ' '
+		}
+	}
+	if b[0] >= 'a' && b[0] <= 'z' {
+		b[0] -= 'a' - 'A'
+	}
+	return string(b)
+}
