@@ -19,7 +19,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +53,8 @@ func run() error {
 	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
 	dupFrac := flag.Float64("dup", 0.10, "fraction of duplicate deliveries")
 	worker := flag.Bool("worker", false, "also run the Asynq worker in the server process (off: measure acknowledgement alone, as with LEADPIPE_WORKER=off and separate workers)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
+	linger := flag.Duration("linger", -1, "override the claimer's linger (negative: keep the default)")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -75,6 +80,7 @@ func run() error {
 	d.SetMaxOpenConns(*conns)
 	payload := bytes.Repeat([]byte("x"), 400)
 	var seq atomic.Int64
+	cpu0 := cpuSnapshot()
 	rawN, rawLat := hammer(*conns, *dur, func() error {
 		i := seq.Add(1)
 		_, err := d.ExecContext(ctx, `INSERT IGNORE INTO raw_claims VALUES (?, ?, ?, ?, ?, ?)`,
@@ -84,6 +90,7 @@ func run() error {
 	d.Close()
 	rawRate := float64(rawN) / dur.Seconds()
 	fmt.Printf("(a) raw INSERT IGNORE, %d connections: %.0f rows/s  p50 %s  p99 %s\n", *conns, rawRate, pct(rawLat, 50), pct(rawLat, 99))
+	fmt.Printf("    CPU per row: %s\n", cpuSnapshot().since(cpu0, rawN))
 
 	// (b) the real server on a loopback port.
 	rc := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB})
@@ -104,6 +111,9 @@ func run() error {
 		return err
 	}
 	defer a.Close()
+	if *linger >= 0 {
+		a.Ingest.Claimer.Linger = *linger
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -155,6 +165,17 @@ func run() error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conns * 2, MaxConnsPerHost: *conns * 2}}
 	var next atomic.Int64
 	var dups, accepted atomic.Int64
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cpu1 := cpuSnapshot()
 	hookN, hookLat := hammer(*conns, *dur, func() error {
 		i := int(next.Add(1)-1) % len(reqs)
 		r, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(reqs[i].body))
@@ -178,6 +199,10 @@ func run() error {
 	hookRate := float64(hookN) / dur.Seconds()
 	fmt.Printf("(b) webhook deliveries acknowledged, %d senders: %.0f req/s (%d accepted, %d duplicates)  p50 %s  p99 %s  worker in process: %v\n",
 		*conns, hookRate, accepted.Load(), dups.Load(), pct(hookLat, 50), pct(hookLat, 99), *worker)
+	fmt.Printf("    CPU per request: %s\n", cpuSnapshot().since(cpu1, hookN))
+	if b, r := a.Ingest.Claimer.BatchStats(); b > 0 {
+		fmt.Printf("    claims: %d rows in %d group-commit batches (%.1f rows per batch)\n", r, b, float64(r)/float64(b))
+	}
 	fmt.Printf("ratio b/a = %.2f (target ≥ 0.70), p99 ack latency %s (target ≤ 25ms)\n", hookRate/rawRate, pct(hookLat, 99))
 	return nil
 }
@@ -229,4 +254,65 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// cpu is the CPU time used so far by this process (server and load
+// generator alike), MariaDB and Redis, read from /proc (Linux only; zeros
+// elsewhere), to show where each request's cost goes.
+type cpu map[string]time.Duration
+
+func cpuSnapshot() cpu {
+	c := cpu{"self": procCPU("self")}
+	for _, name := range []string{"mariadbd", "mysqld", "redis-server"} {
+		if pid := pidOf(name); pid != "" {
+			c[name] = procCPU(pid)
+		}
+	}
+	return c
+}
+
+func (c cpu) since(before cpu, n int64) string {
+	if n == 0 {
+		return "n/a"
+	}
+	var parts []string
+	var total time.Duration
+	for _, k := range []string{"self", "mariadbd", "mysqld", "redis-server"} {
+		if _, ok := c[k]; !ok {
+			continue
+		}
+		d := (c[k] - before[k]) / time.Duration(n)
+		total += d
+		parts = append(parts, fmt.Sprintf("%s %s", k, d.Round(time.Microsecond)))
+	}
+	return fmt.Sprintf("%s (%s)", total.Round(time.Microsecond), strings.Join(parts, ", "))
+}
+
+func procCPU(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+2:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100 on Linux
+}
+
+func pidOf(name string) string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return e.Name()
+		}
+	}
+	return ""
 }
