@@ -259,7 +259,7 @@ func (s *Service) AddNote(ctx context.Context, tx *sqlx.Tx, tenantID, leadID str
 		return Note{}, db.MapErr(err, "lead not found", "")
 	}
 	now := s.now()
-	n := Note{ID: db.NewID(), LeadID: leadID, AuthorName: clip(actor.Name, 255), Body: body, CreatedAt: now}
+	n := Note{ID: db.NewID(), LeadID: leadID, AuthorName: Clip(actor.Name, 255), Body: body, CreatedAt: now}
 	if actor.UserID != "" {
 		uid := actor.UserID
 		n.AuthorID = &uid

@@ -40,8 +40,8 @@ func UpsertFromSender(ctx context.Context, x db.Ext, tenantID, sourceID string, 
 			last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
 			times_seen = times_seen + 1,
 			updated_at = VALUES(updated_at)`,
-		tenantID, id, sourceID, r.SourceRef, string(payload), clip(r.Email, 320), clip(r.Name, 255), clip(r.Phone, 64),
-		clip(r.Company, 255), r.CreatedAt, now, tags, now, now)
+		tenantID, id, sourceID, r.SourceRef, string(payload), Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64),
+		Clip(r.Company, 255), r.CreatedAt, now, tags, now, now)
 	if err != nil {
 		return "", false, err
 	}
@@ -61,9 +61,9 @@ func UpsertFromSender(ctx context.Context, x db.Ext, tenantID, sourceID string, 
 	return existing, false, err
 }
 
-// clip cuts s to at most n runes (columns are sized; strict mode would
+// Clip cuts s to at most n runes (columns are sized; strict mode would
 // reject longer values and lose the whole delivery).
-func clip(s string, n int) string {
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -96,6 +96,6 @@ func AddEvent(ctx context.Context, x db.Ext, tenantID, leadID, kind, actorID, ac
 		actor = actorID
 	}
 	_, err := x.ExecContext(ctx, `INSERT INTO lead_events (tenant_id, lead_id, id, kind, actor_id, actor_name, detail, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenantID, leadID, db.NewID(), kind, actor, clip(actorName, 255), d, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenantID, leadID, db.NewID(), kind, actor, Clip(actorName, 255), d, at)
 	return err
 }

@@ -146,7 +146,7 @@ func (s *Service) finish(ctx context.Context, run *Run, state, msg, token string
 	run.HeartbeatAt = now
 	if msg != "" {
 		run.Errors++
-		run.LastError = ptr(clipText(redact(msg, token), maxErrorLen))
+		run.LastError = ptr(leads.Clip(redact(msg, token), maxErrorLen))
 	}
 	// The run's own deadline may be what ended it; recording the outcome
 	// must still happen.
@@ -252,7 +252,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			next.Changed += out.changed
 			next.Errors += len(badErrs) // mapping failures and records the database refused
 			if len(badErrs) > 0 {
-				next.LastError = ptr(clipText(badErrs[len(badErrs)-1], maxErrorLen))
+				next.LastError = ptr(leads.Clip(badErrs[len(badErrs)-1], maxErrorLen))
 			}
 			next.HeartbeatAt = now
 			return saveProgress(ctx, tx, &next)
@@ -288,7 +288,7 @@ func changedFields(prev senderFields, l kinds.Lead) []string {
 		{"phone", prev.Phone, l.Phone, 64},
 		{"company", prev.Company, l.Company, 255},
 	} {
-		if f.next != "" && clipText(f.next, f.width) != f.old {
+		if f.next != "" && leads.Clip(f.next, f.width) != f.old {
 			out = append(out, f.name)
 		}
 	}
@@ -302,17 +302,6 @@ func redact(msg, token string) string {
 		return msg
 	}
 	return strings.ReplaceAll(msg, token, "REDACTED")
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }
 
 func ptr[T any](v T) *T { return &v }
