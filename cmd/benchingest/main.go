@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -53,6 +54,7 @@ func run() error {
 	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
 	dupFrac := flag.Float64("dup", 0.10, "fraction of duplicate deliveries")
 	worker := flag.Bool("worker", false, "also run the Asynq worker in the server process (off: measure acknowledgement alone, as with LEADPIPE_WORKER=off and separate workers)")
+	netHTTP := flag.Bool("nethttp", false, "senders use net/http's client instead of raw keep-alive connections")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
 	linger := flag.Duration("linger", -1, "override the claimer's linger (negative: keep the default)")
 	flag.Parse()
@@ -162,7 +164,22 @@ func run() error {
 		h.Set("Content-Type", "application/json")
 		reqs[i] = req{h, b}
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conns * 2, MaxConnsPerHost: *conns * 2}}
+	// Each sender keeps one HTTP/1.1 keep-alive connection and writes
+	// pre-serialised requests on it (as wrk does), so the load generator,
+	// which shares this machine's two cores with the server, spends as
+	// little CPU as it can; -nethttp uses net/http's client instead.
+	pool := make(chan *sender, *conns)
+	for i := 0; i < *conns; i++ {
+		s, err := dialSender(ln.Addr().String(), *netHTTP, url)
+		if err != nil {
+			return err
+		}
+		pool <- s
+	}
+	wire := make([][]byte, len(reqs))
+	for i, rq := range reqs {
+		wire[i] = serialise(ln.Addr().String(), "/hooks/bench/landing", rq.h, rq.body)
+	}
 	var next atomic.Int64
 	var dups, accepted atomic.Int64
 	if *cpuprofile != "" {
@@ -178,16 +195,14 @@ func run() error {
 	cpu1 := cpuSnapshot()
 	hookN, hookLat := hammer(*conns, *dur, func() error {
 		i := int(next.Add(1)-1) % len(reqs)
-		r, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(reqs[i].body))
-		r.Header = reqs[i].h.Clone()
-		res, err := client.Do(r)
+		s := <-pool
+		defer func() { pool <- s }()
+		status, b, err := s.send(wire[i], reqs[i].h, reqs[i].body)
 		if err != nil {
 			return err
 		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("status %d: %s", res.StatusCode, b)
+		if status != 200 {
+			return fmt.Errorf("status %d: %s", status, b)
 		}
 		if bytes.Contains(b, []byte(`"duplicate"`)) {
 			dups.Add(1)
@@ -315,4 +330,60 @@ func pidOf(name string) string {
 		}
 	}
 	return ""
+}
+
+// sender is one simulated webhook sender with its own connection.
+type sender struct {
+	conn   net.Conn
+	br     *bufio.Reader
+	client *http.Client // with -nethttp
+	url    string
+}
+
+func dialSender(addr string, useNetHTTP bool, url string) (*sender, error) {
+	if useNetHTTP {
+		return &sender{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}, url: url}, nil
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &sender{conn: c, br: bufio.NewReaderSize(c, 4096)}, nil
+}
+
+func serialise(host, path string, h http.Header, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\n", path, host)
+	for k, vs := range h {
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+func (s *sender) send(wire []byte, h http.Header, body []byte) (int, []byte, error) {
+	if s.client != nil {
+		r, _ := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+		r.Header = h.Clone()
+		res, err := s.client.Do(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, b, nil
+	}
+	if _, err := s.conn.Write(wire); err != nil {
+		return 0, nil, err
+	}
+	res, err := http.ReadResponse(s.br, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, b, err
 }

@@ -108,14 +108,17 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 						WriteProblem(sw, r, http.StatusInternalServerError, "internal error", nil)
 					}
 				}
+				lvl := slog.LevelInfo
+				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/assets/") {
+					lvl = slog.LevelDebug
+				}
+				if !log.Enabled(ctx, lvl) {
+					return // building the line costs allocations on the ingest hot path
+				}
 				route := chi.RouteContext(ctx)
 				pattern := ""
 				if route != nil {
 					pattern = route.RoutePattern()
-				}
-				lvl := slog.LevelInfo
-				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/assets/") {
-					lvl = slog.LevelDebug
 				}
 				log.Log(ctx, lvl, "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "route", pattern,
 					"status", sw.status, "bytes", sw.bytes, "dur_ms", float64(time.Since(start).Microseconds())/1000,
