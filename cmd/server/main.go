@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := app.NewLogger(cfg, stderr)
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log, nil)
@@ -88,16 +88,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return adminCommand(ctx, cfg, log, cmd, args, stdout)
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
-}
-
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // serve listens at once (so /healthz answers while migrations run), opens

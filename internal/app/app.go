@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -50,7 +51,7 @@ type App struct {
 }
 
 // NewLogger builds the process logger from the configuration.
-func NewLogger(cfg *config.Config, w *os.File) *slog.Logger {
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}

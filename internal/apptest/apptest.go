@@ -34,10 +34,8 @@ const (
 	RedisReconcile
 	RedisMonitor
 	RedisUI
-	RedisE2E
 	RedisServer
 	RedisBench
-	RedisOutbound
 )
 
 // Options tune an Env.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -104,7 +105,7 @@ func NewServer(opt asynq.RedisClientOpt, log *slog.Logger, concurrency int) *asy
 			if max > 10*time.Minute {
 				max = 10 * time.Minute
 			}
-			return time.Duration(float64(max) * randFloat())
+			return time.Duration(float64(max) * rand.Float64())
 		},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			retried, _ := asynq.GetRetryCount(ctx)

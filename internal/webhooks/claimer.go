@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -249,8 +250,4 @@ func claimBatch(ctx context.Context, x db.Ext, batch []*claimReq) ([]claimRes, e
 	return out, nil
 }
 
-type vanishedError struct{}
-
-func (vanishedError) Error() string { return "webhooks: claimed delivery row not found" }
-
-var errVanished error = vanishedError{}
+var errVanished = errors.New("webhooks: claimed delivery row not found")

@@ -46,13 +46,6 @@ func insertDeadLetter(ctx context.Context, x db.Ext, d DeadLetter) error {
 	return err
 }
 
-// GetDelivery returns one delivery of the tenant.
-func GetDelivery(ctx context.Context, x db.Ext, tenantID, id string) (Delivery, error) {
-	var d Delivery
-	err := x.GetContext(ctx, &d, `SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id)
-	return d, db.MapErr(err, "delivery not found", "")
-}
-
 // pendingDeliveries lists a tenant's deliveries still unprocessed that were
 // received before `before` (the sweeper's work), oldest first.
 func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, limit int) ([]string, error) {
@@ -61,35 +54,4 @@ func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before ti
 		WHERE tenant_id = ? AND processed_at IS NULL AND received_at < ?
 		ORDER BY received_at LIMIT ?`, tenantID, before, limit)
 	return ids, err
-}
-
-// RecentDeliveries lists a source's latest deliveries with their duplicate
-// counts (admin pages).
-func RecentDeliveries(ctx context.Context, x db.Ext, tenantID, sourceID string, limit int) ([]DeliverySummary, error) {
-	var out []DeliverySummary
-	err := x.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id, d.last_error,
-			(SELECT COUNT(*) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS duplicates
-		FROM deliveries d WHERE d.tenant_id = ? AND d.source_id = ?
-		ORDER BY d.received_at DESC LIMIT ?`, tenantID, sourceID, limit)
-	return out, err
-}
-
-// DeliverySummary is a delivery row for lists.
-type DeliverySummary struct {
-	ID          string     `db:"id" json:"id"`
-	DeliveryID  string     `db:"delivery_id" json:"sender_delivery_id"`
-	Origin      string     `db:"origin" json:"origin"`
-	ReceivedAt  time.Time  `db:"received_at" json:"received_at"`
-	ProcessedAt *time.Time `db:"processed_at" json:"processed_at"`
-	LeadID      *string    `db:"lead_id" json:"lead_id"`
-	LastError   *string    `db:"last_error" json:"last_error"`
-	Duplicates  int        `db:"duplicates" json:"duplicates"`
-}
-
-// DeadLetters lists a source's dead letters, newest first.
-func DeadLetters(ctx context.Context, x db.Ext, tenantID, sourceID string, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
-	err := x.SelectContext(ctx, &out, `SELECT tenant_id, source_id, id, reason, IFNULL(headers, '{}') AS headers, body, received_at
-		FROM dead_letters WHERE tenant_id = ? AND source_id = ? ORDER BY received_at DESC LIMIT ?`, tenantID, sourceID, limit)
-	return out, err
 }
