@@ -54,7 +54,7 @@ func main() {
 func run() error {
 	dsn := flag.String("dsn", envOr("LEADPIPE_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/leadpipe?parseTime=true&loc=UTC"), "MySQL server (the database name is replaced by a scratch one)")
 	redisAddr := flag.String("redis", envOr("LEADPIPE_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
-	redisDB := flag.Int("redis-db", 10, "Redis database number to use (flushed)")
+	redisDB := flag.Int("redis-db", 14, "Redis database number to use (flushed)")
 	conns := flag.Int("c", 16, "connections / concurrent senders")
 	dur := flag.Duration("d", 10*time.Second, "total duration of each phase, split over the rounds")
 	rounds := flag.Int("rounds", 5, "rounds of alternating phases")
@@ -63,6 +63,7 @@ func run() error {
 	netHTTP := flag.Bool("nethttp", false, "senders use net/http's client instead of raw keep-alive connections")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
 	linger := flag.Duration("linger", -1, "override the claimer's linger (negative: keep the default)")
+	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	flag.Parse()
 	if *rounds < 1 {
 		*rounds = 1
@@ -100,6 +101,9 @@ func run() error {
 	defer a.Close()
 	if *linger >= 0 {
 		a.Ingest.Claimer.Linger = *linger
+	}
+	if *claimWorkers > 0 {
+		a.Ingest.Claimer.Workers = *claimWorkers
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -247,6 +251,9 @@ func run() error {
 	fmt.Printf("    CPU per request: %s\n", hb.cpuPer())
 	if b, r := a.Ingest.Claimer.BatchStats(); b > 0 {
 		fmt.Printf("    claims: %d rows in %d group-commit batches (%.1f rows per batch)\n", r, b, float64(r)/float64(b))
+	}
+	if g := a.QueueRedis.Groups.Load(); g > 0 {
+		fmt.Printf("    enqueues: %d in %d Redis round trips (%.1f per trip)\n", a.QueueRedis.Calls.Load(), g, float64(a.QueueRedis.Calls.Load())/float64(g))
 	}
 	fmt.Printf("ratio b/a = %.2f (target ≥ 0.70), p99 ack latency %s (target ≤ 25ms); against the minimal table b/a-min = %.2f\n",
 		hb.rate(secs)/ra.rate(secs), pct(hb.lat, 99), hb.rate(secs)/rmin.rate(secs))

@@ -36,7 +36,9 @@ type App struct {
 	Redis asynq.RedisClientOpt
 	RDB   *redis.Client
 	Queue *asynq.Client
-	Jobs  *jobs.Registry
+	// QueueRedis is the Queue's Redis client (enqueues share pipelines).
+	QueueRedis *jobs.PipelinedClient
+	Jobs       *jobs.Registry
 
 	Stats     monitor.Sink // set by wireMonitor; Discard until then
 	Ingest    *webhooks.Ingest
@@ -83,8 +85,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}
 	a.RDB = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB,
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
-	a.Queue = asynq.NewClient(a.Redis)
-	a.closers = append(a.closers, func() { a.Queue.Close(); a.RDB.Close() })
+	// Enqueues share pipelines (one round trip for tasks enqueued at the
+	// same moment); the Asynq client uses the connection pool of a.RDB.
+	a.QueueRedis = jobs.NewPipelinedClient(a.RDB, 1)
+	a.Queue = asynq.NewClientFromRedisClient(a.QueueRedis)
+	a.closers = append(a.closers, func() { a.QueueRedis.Close(); a.RDB.Close() })
 
 	a.Tenants = tenants.NewService(a.DB)
 	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)

@@ -24,7 +24,10 @@ func (a *App) wireIngest(ctx context.Context) error {
 		return s
 	}
 	now := func() time.Time { return time.Now().UTC() }
-	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources, Queue: a.Queue, Stats: a.Stats, Log: a.Log, Now: now}
+	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
+	a.flushers = append(a.flushers, dispatch.Flush)
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources, Queue: a.Queue,
+		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now}
 	a.Web.Hooks = a.Ingest
 

@@ -36,6 +36,7 @@ const (
 	RedisUI
 	RedisServer
 	RedisBench
+	RedisJobs
 )
 
 // Options tune an Env.

@@ -38,9 +38,11 @@ type Ingest struct {
 	Claimer *Claimer
 	Sources *sources.Service
 	Queue   Enqueuer
-	Stats   monitor.Sink
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Dispatch, when set, enqueues after the response instead of before.
+	Dispatch *Dispatcher
+	Stats    monitor.Sink
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Response bodies.
@@ -146,10 +148,15 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.Stats.Add(res.TenantID, src.ID, monitor.Duplicates, 1, now)
 		items = append(items, itemResult{DeliveryID: orig, Status: "duplicate"})
 	}
-	// Committed: now enqueue. A Redis outage must not fail the sender: the
-	// sweeper enqueues whatever is left unprocessed.
-	for _, id := range fresh {
-		in.enqueue(r.Context(), res.TenantID, id)
+	// Committed: now enqueue (a dispatcher does it beside the answer, off
+	// its path). A Redis outage must not fail the sender: the sweeper
+	// enqueues whatever is left unprocessed.
+	if in.Dispatch != nil {
+		in.Dispatch.Dispatch(res.TenantID, fresh)
+	} else {
+		for _, id := range fresh {
+			in.enqueue(r.Context(), res.TenantID, id)
+		}
 	}
 	ack := ackBody{Status: "duplicate"}
 	if len(fresh) > 0 {
@@ -230,10 +237,7 @@ func NewProcessTask(tenantID, deliveryRowID string) (*asynq.Task, []asynq.Option
 }
 
 func (in *Ingest) enqueue(ctx context.Context, tenantID, id string) {
-	t, opts := NewProcessTask(tenantID, id)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
 	defer cancel()
-	if _, err := in.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		in.Log.WarnContext(ctx, "enqueue delivery failed; the sweeper will retry", "delivery", id, "err", err)
-	}
+	enqueueDelivery(ctx, in.Queue, in.Log, tenantID, id)
 }

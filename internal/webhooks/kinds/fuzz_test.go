@@ -164,3 +164,42 @@ func FuzzGenericConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeObject: the one-pass splitter agrees with encoding/json on
+// every input, nested members included.
+func FuzzDecodeObject(f *testing.F) {
+	for _, s := range []string{`{}`, ` {"a":1} `, `{"a":"x","a":"y"}`, `{"k\u00e9y":{"b":[1,{"c":"}"}]}, "d" : null }`,
+		`{"a":"\"}"}`, `{"a":1`, `{"a":1}x`, `[1]`, `{"\ud800":true,"x":"\xff"}`, `{"a" : { "b" : "c\\" } , "e":-1.5e3}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := decodeObject(raw)
+		var want map[string]json.RawMessage
+		err := json.Unmarshal(raw, &want)
+		trimmed := bytes.TrimLeft(raw, " \t\r\n")
+		if err != nil || len(trimmed) == 0 || trimmed[0] != '{' {
+			if got != nil {
+				t.Fatalf("decodeObject(%q) = %v, want nil", raw, got)
+			}
+			return
+		}
+		if got == nil || len(got) != len(want) {
+			t.Fatalf("decodeObject(%q) = %v, want %v", raw, got, want)
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("decodeObject(%q)[%q] = %q, want %q", raw, k, got[k], v)
+			}
+			var sub map[string]json.RawMessage
+			if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &sub) == nil {
+				if o := got.object(k); len(o) != len(sub) {
+					t.Fatalf("object(%q) of %q = %v, want %v", k, raw, o, sub)
+				}
+			}
+			var s string
+			if json.Unmarshal(v, &s) == nil && got.scalar(k) != strings.TrimSpace(s) {
+				t.Fatalf("scalar(%q) of %q = %q, want %q", k, raw, got.scalar(k), s)
+			}
+		}
+	})
+}

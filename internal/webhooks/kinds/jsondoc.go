@@ -21,25 +21,114 @@ const maxJSONDepth = 31
 type object map[string]json.RawMessage
 
 // decodeObject decodes raw when it is a JSON object, else returns nil.
+// Members alias raw (capacity-capped, so an append never writes into it).
 func decodeObject(raw []byte) object {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 || raw[0] != '{' {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil
 	}
-	var o object
-	if json.Unmarshal(raw, &o) != nil {
-		return nil
-	}
-	if o == nil {
-		o = object{}
+	return splitObject(raw)
+}
+
+// splitObject splits a JSON object already known to be valid into its
+// members in one pass, as json.Unmarshal into an object would (a repeated
+// key keeps its last value) without copying or decoding the values. A
+// member's value is valid JSON too, so object lookups need no new check.
+func splitObject(b []byte) object {
+	o := object{}
+	i := skipSpace(b, 1)
+	for i < len(b) && b[i] != '}' {
+		end := stringEnd(b, i)
+		key, ok := unquote(b[i:end])
+		if !ok {
+			return nil
+		}
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // the colon
+		vEnd := valueEnd(b, i)
+		o[key] = json.RawMessage(b[i:vEnd:vEnd])
+		i = skipSpace(b, vEnd)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
 	}
 	return o
 }
 
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index after the valid JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default: // number, true, false, null
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return i
+			}
+		}
+		return len(b)
+	}
+}
+
+// unquote decodes a JSON string token: plain printable ASCII directly,
+// anything else (escapes, other bytes) as encoding/json does it.
+func unquote(tok []byte) (string, bool) {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return "", false
+	}
+	inner := tok[1 : len(tok)-1]
+	for _, c := range inner {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			var s string
+			if json.Unmarshal(tok, &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return string(inner), true
+}
+
 // object returns member key when it is an object, else nil.
 func (o object) object(key string) object {
-	if v, ok := o[key]; ok {
-		return decodeObject(v)
+	if v, ok := o[key]; ok && len(v) > 0 && v[0] == '{' {
+		return splitObject(v) // a member of a checked document
 	}
 	return nil
 }
@@ -75,8 +164,8 @@ func scalarText(raw json.RawMessage) string {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		s, ok := unquote(raw)
+		if !ok {
 			return ""
 		}
 		return strings.TrimSpace(s)

@@ -1,0 +1,148 @@
+package jobs
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// PipelinedClient is a Redis client whose EVALSHA calls, made at the same
+// time from many goroutines, travel to Redis together: one pipeline, one
+// write and one read for a whole group. Asynq enqueues every task with one
+// EVALSHA, so an Asynq client built on it (asynq.NewClientFromRedisClient)
+// pays Redis's per-command round trip and system calls once per group
+// instead of once per task. A call that finds no group forming goes out at
+// once, alone: no call waits for company. Every other command is the
+// embedded client's, unchanged.
+type PipelinedClient struct {
+	redis.UniversalClient
+	MaxBatch int           // calls per pipeline (default 64)
+	Timeout  time.Duration // bound on one pipeline (default 2 s)
+
+	Groups, Calls atomic.Int64
+
+	reqs      chan *evalReq
+	stop      chan struct{}
+	closeOnce sync.Once
+}
+
+type evalReq struct {
+	ctx  context.Context
+	sha  string
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+	done chan struct{}
+}
+
+// NewPipelinedClient wraps c; workers pipelines may be in flight at once.
+func NewPipelinedClient(c redis.UniversalClient, workers int) *PipelinedClient {
+	p := &PipelinedClient{UniversalClient: c, reqs: make(chan *evalReq, 1024), stop: make(chan struct{})}
+	if workers <= 0 {
+		workers = 2
+	}
+	for i := 0; i < workers; i++ {
+		go p.loop()
+	}
+	return p
+}
+
+// EvalSha queues the call with whatever else is waiting and returns its
+// own result.
+func (p *PipelinedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	r := &evalReq{ctx: ctx, sha: sha, keys: keys, args: args, done: make(chan struct{})}
+	select {
+	case p.reqs <- r:
+	case <-p.stop:
+		return errCmd(ctx, redis.ErrClosed)
+	case <-ctx.Done():
+		return errCmd(ctx, ctx.Err())
+	}
+	select {
+	case <-r.done:
+		return r.cmd
+	case <-p.stop:
+		return errCmd(ctx, redis.ErrClosed)
+	case <-ctx.Done():
+		return errCmd(ctx, ctx.Err())
+	}
+}
+
+// Close stops the pipelines; the wrapped client stays open (it is the
+// caller's to close).
+func (p *PipelinedClient) Close() error {
+	p.closeOnce.Do(func() { close(p.stop) })
+	return nil
+}
+
+func errCmd(ctx context.Context, err error) *redis.Cmd {
+	c := redis.NewCmd(ctx)
+	c.SetErr(err)
+	return c
+}
+
+func (p *PipelinedClient) loop() {
+	max := p.MaxBatch
+	if max <= 0 {
+		max = 64
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	batch := make([]*evalReq, 0, max)
+	for {
+		var first *evalReq
+		select {
+		case first = <-p.reqs:
+		case <-p.stop:
+			return
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < max {
+			select {
+			case r := <-p.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		p.run(batch, timeout)
+	}
+}
+
+func (p *PipelinedClient) run(batch []*evalReq, timeout time.Duration) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if r.ctx.Err() == nil { // its caller has gone: not sent at all
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	p.Groups.Add(1)
+	p.Calls.Add(int64(len(live)))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if len(live) == 1 {
+		r := live[0]
+		r.cmd = p.UniversalClient.EvalSha(ctx, r.sha, r.keys, r.args...)
+		close(r.done)
+		return
+	}
+	pipe := p.UniversalClient.Pipeline()
+	cmds := make([]*redis.Cmd, len(live))
+	for i, r := range live {
+		cmds[i] = pipe.EvalSha(ctx, r.sha, r.keys, r.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, r := range live {
+		r.cmd = cmds[i]
+		close(r.done)
+	}
+}
