@@ -62,7 +62,7 @@ func run() error {
 	worker := flag.Bool("worker", false, "also run the Asynq worker in the server process (off: measure acknowledgement alone, as with LEADPIPE_WORKER=off and separate workers)")
 	netHTTP := flag.Bool("nethttp", false, "senders use net/http's client instead of raw keep-alive connections")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
-	linger := flag.Duration("linger", -1, "override the claimer's linger (negative: keep the default)")
+	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	flag.Parse()
 	if *rounds < 1 {
@@ -99,8 +99,8 @@ func run() error {
 		return err
 	}
 	defer a.Close()
-	if *linger >= 0 {
-		a.Ingest.Claimer.Linger = *linger
+	if *stagger > 0 {
+		a.Ingest.Claimer.Stagger = *stagger
 	}
 	if *claimWorkers > 0 {
 		a.Ingest.Claimer.Workers = *claimWorkers
@@ -249,8 +249,10 @@ func run() error {
 	fmt.Printf("(b) webhook deliveries acknowledged, %d senders: %.0f req/s (%d accepted, %d duplicates)  p50 %s  p99 %s  worker in process: %v\n",
 		*conns, hb.rate(secs), accepted.Load(), dups.Load(), pct(hb.lat, 50), pct(hb.lat, 99), *worker)
 	fmt.Printf("    CPU per request: %s\n", hb.cpuPer())
-	if b, r := a.Ingest.Claimer.BatchStats(); b > 0 {
-		fmt.Printf("    claims: %d rows in %d group-commit batches (%.1f rows per batch)\n", r, b, float64(r)/float64(b))
+	if st := a.Ingest.Claimer.Stats(); st.Batches > 0 {
+		fmt.Printf("    claims: %d rows in %d group-commit batches (%.1f rows per batch, %s per batch, %s per claim)\n",
+			st.Rows, st.Batches, float64(st.Rows)/float64(st.Batches), (st.BatchTime / time.Duration(st.Batches)).Round(time.Microsecond),
+			(st.ClaimTime / time.Duration(st.Rows)).Round(time.Microsecond))
 	}
 	if g := a.QueueRedis.Groups.Load(); g > 0 {
 		fmt.Printf("    enqueues: %d in %d Redis round trips (%.1f per trip)\n", a.QueueRedis.Calls.Load(), g, float64(a.QueueRedis.Calls.Load())/float64(g))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,25 +18,33 @@ import (
 
 // Claimer claims delivery ids with group commit: concurrent requests'
 // claims are coalesced into one multi-row INSERT IGNORE (autocommit, so
-// the whole batch is durable when it returns), then one indexed SELECT
-// tells each request whether its row won. A batch forms only from what is
-// already waiting (no artificial delay), so a lone request pays one round
-// trip more than a single-row insert (the SELECT) and a busy server pays
-// two statements per batch instead of one per request: one-row-per-request
-// designs are capped by the database at a few thousand rows/s on 2 cores.
+// the whole batch is durable when it returns), then, only when some row
+// was a duplicate, one indexed SELECT tells each request whether its row
+// won. One-row-per-request designs are capped by the database at a few
+// thousand rows/s on 2 cores; here a busy server pays one statement per
+// batch.
+//
+// Batches form from what is waiting, never from an artificial delay: a
+// lone claim goes out at once. While a batch is in flight the next one
+// gathers; a second batch starts beside the first only when the first has
+// been running for Stagger (a slow commit, a lock wait), so batches are as
+// large as the load makes them and one stuck statement does not stop
+// ingest.
 type Claimer struct {
 	DB       *sqlx.DB
-	Workers  int // concurrent batches in flight
-	MaxBatch int // rows
-	MaxBytes int // payload bytes per batch (under max_allowed_packet)
-	// Linger is how long a batch that is not full waits for more claims
-	// after the queue ran dry (0: never wait).
-	Linger time.Duration
+	Workers  int           // batches in flight at most (default 2)
+	Stagger  time.Duration // how long a batch runs before another may start beside it (default 2 ms)
+	MaxBatch int           // rows
+	MaxBytes int           // payload bytes per batch (under max_allowed_packet)
 
-	batches, rows atomic.Int64
+	batches, rows, runNanos, claimNanos atomic.Int64
 
-	once sync.Once
-	reqs chan *claimReq
+	once  sync.Once
+	reqs  chan *claimReq
+	conns chan *claimConn // Workers slots; nil until first used
+
+	qmu     sync.Mutex
+	queries map[[2]int]string // statement text by (shape, rows)
 }
 
 type claimReq struct {
@@ -63,6 +72,9 @@ func (c *Claimer) start() {
 		if c.Workers <= 0 {
 			c.Workers = 2
 		}
+		if c.Stagger <= 0 {
+			c.Stagger = 2 * time.Millisecond
+		}
 		if c.MaxBatch <= 0 {
 			c.MaxBatch = 128
 		}
@@ -70,9 +82,12 @@ func (c *Claimer) start() {
 			c.MaxBytes = 4 << 20
 		}
 		c.reqs = make(chan *claimReq, 4096)
+		c.conns = make(chan *claimConn, c.Workers)
 		for i := 0; i < c.Workers; i++ {
-			go c.loop()
+			c.conns <- nil
 		}
+		c.queries = map[[2]int]string{}
+		go c.loop()
 	})
 }
 
@@ -81,6 +96,8 @@ func (c *Claimer) start() {
 // returns without error the row is committed.
 func (c *Claimer) Claim(ctx context.Context, d Delivery) (bool, string, error) {
 	c.start()
+	t0 := time.Now()
+	defer func() { c.claimNanos.Add(int64(time.Since(t0))) }()
 	r := &claimReq{d: d, done: make(chan claimRes, 1)}
 	select {
 	case c.reqs <- r:
@@ -93,42 +110,100 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) (bool, string, error) {
 	return res.isNew, res.originalID, res.err
 }
 
+// loop gathers claims into batches and starts them (see Claimer).
 func (c *Claimer) loop() {
-	for first := range c.reqs {
-		batch := []*claimReq{first}
-		size := len(first.d.Payload)
-	fill:
-		for len(batch) < c.MaxBatch && size < c.MaxBytes {
+	done := make(chan time.Time, c.Workers) // a finished batch's start time
+	var inflight []time.Time                // start times of batches in flight
+	var batch []*claimReq
+	size := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	add := func(r *claimReq) {
+		batch = append(batch, r)
+		size += len(r.d.Payload)
+	}
+	finished := func(started time.Time) {
+		for i, t := range inflight {
+			if t.Equal(started) {
+				inflight = append(inflight[:i], inflight[i+1:]...)
+				break
+			}
+		}
+	}
+	for {
+		if len(batch) == 0 {
 			select {
 			case r := <-c.reqs:
-				batch = append(batch, r)
-				size += len(r.d.Payload)
+				add(r)
+			case t := <-done:
+				finished(t)
+				continue
+			}
+		}
+		full := func() bool { return len(batch) >= c.MaxBatch || size >= c.MaxBytes }
+	fill:
+		for !full() {
+			select {
+			case r := <-c.reqs:
+				add(r)
 			default:
 				break fill
 			}
 		}
-		if c.Linger > 0 && len(batch) < c.MaxBatch {
-			// Under load, waiting a fraction of a commit's latency for more
-			// claims buys bigger batches: fewer statements per row.
-			t := time.NewTimer(c.Linger)
-		linger:
-			for len(batch) < c.MaxBatch && size < c.MaxBytes {
-				select {
-				case r := <-c.reqs:
-					batch = append(batch, r)
-					size += len(r.d.Payload)
-				case <-t.C:
-					break linger
-				}
-			}
-			t.Stop()
+		startNow, wait := false, time.Duration(0)
+		switch {
+		case len(inflight) == 0:
+			startNow = true
+		case len(inflight) >= c.Workers: // until one finishes
+		default:
+			wait = c.Stagger - time.Since(slices.MinFunc(inflight, time.Time.Compare))
+			startNow = wait <= 0
 		}
-		c.run(batch)
+		if startNow {
+			b, started := batch, time.Now()
+			batch, size = nil, 0
+			inflight = append(inflight, started)
+			go func() {
+				c.run(b)
+				c.runNanos.Add(int64(time.Since(started)))
+				done <- started
+			}()
+			continue
+		}
+		// Gather more until a batch finishes or the stagger has passed.
+		reqs := c.reqs
+		if full() {
+			reqs = nil
+		}
+		var tick <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			tick = timer.C
+		}
+		select {
+		case t := <-done:
+			finished(t)
+		case r := <-reqs:
+			add(r)
+		case <-tick:
+		}
+		timer.Stop()
 	}
 }
 
-// BatchStats reports how many batches and rows the claimer wrote.
-func (c *Claimer) BatchStats() (batches, rows int64) { return c.batches.Load(), c.rows.Load() }
+// ClaimStats is what the claimer has done so far.
+type ClaimStats struct {
+	Batches, Rows int64
+	BatchTime     time.Duration // summed over batches: start to results
+	ClaimTime     time.Duration // summed over claims: Claim call to return
+}
+
+// Stats reports how many batches and rows the claimer wrote, and the time
+// they took.
+func (c *Claimer) Stats() ClaimStats {
+	return ClaimStats{Batches: c.batches.Load(), Rows: c.rows.Load(),
+		BatchTime: time.Duration(c.runNanos.Load()), ClaimTime: time.Duration(c.claimNanos.Load())}
+}
 
 func (c *Claimer) run(batch []*claimReq) {
 	c.batches.Add(1)
@@ -151,9 +226,11 @@ func (c *Claimer) run(batch []*claimReq) {
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
 		// A deadlock (1213) or lock wait timeout rolls the whole statement
-		// back; INSERT IGNORE is safe to repeat with the same ids.
-		results, err = claimBatch(ctx, c.DB, batch)
-		if err == nil || !db.Retryable(err) {
+		// back, and a broken connection leaves it unknown; INSERT IGNORE is
+		// safe to repeat with the same ids (a row this batch did write is
+		// then found by its id).
+		results, err = c.claimBatch(ctx, batch)
+		if err == nil || ctx.Err() != nil || errors.Is(err, errVanished) || (serverError(err) && !db.Retryable(err)) {
 			break
 		}
 		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
@@ -167,19 +244,65 @@ func (c *Claimer) run(batch []*claimReq) {
 	}
 }
 
-func claimBatch(ctx context.Context, x db.Ext, batch []*claimReq) ([]claimRes, error) {
-	var sb strings.Builder
-	args := make([]any, 0, len(batch)*7)
-	sb.WriteString(`INSERT IGNORE INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES `)
-	for i, r := range batch {
-		if i > 0 {
-			sb.WriteByte(',')
+// Statement shapes the claimer prepares.
+const (
+	shapeInsert = iota
+	shapeSelect
+	shapeDuplicates
+)
+
+// query returns the text of a statement shape for n rows, built once.
+func (c *Claimer) query(shape, n int) string {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q, ok := c.queries[[2]int{shape, n}]; ok {
+		return q
+	}
+	var q string
+	switch shape {
+	case shapeInsert:
+		q = `INSERT IGNORE INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", n-1)
+	case shapeSelect:
+		q = `SELECT id, delivery_id FROM deliveries WHERE tenant_id = ? AND source_id = ? AND delivery_id IN (?` +
+			strings.Repeat(", ?", n-1) + `)`
+	case shapeDuplicates:
+		q = `INSERT INTO delivery_duplicates (tenant_id, id, source_id, delivery_row_id, received_at) VALUES (?, ?, ?, ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, ?)", n-1)
+	}
+	c.queries[[2]int{shape, n}] = q
+	return q
+}
+
+// claimBatch runs one batch on one of the claimer's connections.
+func (c *Claimer) claimBatch(ctx context.Context, batch []*claimReq) ([]claimRes, error) {
+	cc := <-c.conns
+	defer func() { c.conns <- cc }()
+	if cc != nil && time.Since(cc.opened) > claimConnMaxAge {
+		cc.close()
+		cc = nil
+	}
+	if cc == nil {
+		var err error
+		if cc, err = openClaimConn(ctx, c.DB.DB); err != nil {
+			return nil, err
 		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+	}
+	res, err := c.claimOn(ctx, cc, batch)
+	if err != nil && !serverError(err) {
+		cc.close()
+		cc = nil
+	}
+	return res, err
+}
+
+func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq) ([]claimRes, error) {
+	args := make([]any, 0, len(batch)*7)
+	for _, r := range batch {
 		d := r.d
 		args = append(args, d.TenantID, d.SourceID, d.ID, d.DeliveryID, d.Origin, d.Payload, d.ReceivedAt)
 	}
-	res, err := x.ExecContext(ctx, sb.String(), args...)
+	res, err := cc.exec(ctx, c.query(shapeInsert, len(batch)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -206,9 +329,7 @@ func claimBatch(ctx context.Context, x db.Ext, batch []*claimReq) ([]claimRes, e
 	}
 	owner := map[[3]string]string{}
 	for _, g := range groups {
-		q := `SELECT id, delivery_id FROM deliveries WHERE tenant_id = ? AND source_id = ? AND delivery_id IN (?` +
-			strings.Repeat(", ?", len(g.ids)-1) + `)`
-		rows, err := x.QueryxContext(ctx, q, append([]any{g.tenantID, g.sourceID}, g.ids...)...)
+		rows, err := cc.query(ctx, c.query(shapeSelect, len(g.ids)), append([]any{g.tenantID, g.sourceID}, g.ids...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -240,10 +361,7 @@ func claimBatch(ctx context.Context, x db.Ext, batch []*claimReq) ([]claimRes, e
 		}
 	}
 	if len(dupArgs) > 0 {
-		n := len(dupArgs) / 5
-		q := `INSERT INTO delivery_duplicates (tenant_id, id, source_id, delivery_row_id, received_at) VALUES (?, ?, ?, ?, ?)` +
-			strings.Repeat(", (?, ?, ?, ?, ?)", n-1)
-		if _, err := x.ExecContext(ctx, q, dupArgs...); err != nil {
+		if _, err := cc.exec(ctx, c.query(shapeDuplicates, len(dupArgs)/5), dupArgs...); err != nil {
 			return nil, err
 		}
 	}

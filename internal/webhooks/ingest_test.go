@@ -417,3 +417,46 @@ func TestOverlappingBatches(t *testing.T) {
 		t.Fatalf("%d duplicate rows, want %d", c, ids*(senders-1))
 	}
 }
+
+// The claimer keeps connections of its own; when the server drops them
+// (a restart, a failover, KILL) the next claims reconnect and repeat the
+// batch: every delivery is answered 200 and stored once.
+func TestClaimerSurvivesKilledConnections(t *testing.T) {
+	e := apptest.New(t, "hooks_kill", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("kill")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	post := func(i int) hookResp {
+		h, b := signed(t, s, fmt.Sprintf("k%03d", i), fmt.Sprintf("c%03d", i), kinds.Lead{Email: fmt.Sprintf("k%d@example.com", i)}, time.Now())
+		return send(t, s.URL, h, b)
+	}
+	if r := post(0); r.Status != 200 {
+		t.Fatalf("first delivery: %d %s", r.Status, r.Body)
+	}
+	ctx := context.Background()
+	var ids []int64
+	if err := e.App.DB.SelectContext(ctx, &ids, `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()`); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) == 0 {
+		t.Fatal("no connections to kill")
+	}
+	for _, id := range ids {
+		if _, err := e.App.DB.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
+			t.Fatalf("kill %d: %v", id, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := post(i); r.Status != 200 || r.Ack.Status != "accepted" {
+				t.Errorf("delivery %d after KILL: %d %s", i, r.Status, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 41 {
+		t.Fatalf("%d delivery rows, want 41", c)
+	}
+}
