@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -87,13 +86,16 @@ func run() error {
 	}
 	rc.Close()
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
-		"LEADPIPE_REDIS_DB": fmt.Sprint(*redisDB), "LEADPIPE_LOG_LEVEL": "error",
+		"LEADPIPE_REDIS_DB": fmt.Sprint(*redisDB),
 		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI="}
 	c, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	// The server logs as configured by default (a line per request at
+	// info), so the benchmark pays for logging; only warnings and errors
+	// reach the terminal.
+	log := app.NewLogger(c, problemsOnly{os.Stderr})
 	a, err := app.Open(ctx, c, log)
 	if err != nil {
 		return err
@@ -289,6 +291,16 @@ func (p *phase) run(conns int, d time.Duration) {
 func (p *phase) rate(secs float64) float64 { return float64(p.n) / secs }
 
 func (p *phase) cpuPer() string { return p.cpu.since(cpu{}, p.n) }
+
+// problemsOnly passes on the log lines of level WARN and ERROR.
+type problemsOnly struct{ w io.Writer }
+
+func (p problemsOnly) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("level=WARN")) || bytes.Contains(b, []byte("level=ERROR")) {
+		return p.w.Write(b)
+	}
+	return len(b), nil
+}
 
 // hammer runs fn from n goroutines for d and returns successes and latencies.
 func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
