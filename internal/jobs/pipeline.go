@@ -14,13 +14,14 @@ import (
 // write and one read for a whole group. Asynq enqueues every task with one
 // EVALSHA, so an Asynq client built on it (asynq.NewClientFromRedisClient)
 // pays Redis's per-command round trip and system calls once per group
-// instead of once per task. A call that finds no group forming goes out at
-// once, alone: no call waits for company. Every other command is the
-// embedded client's, unchanged.
+// instead of once per task. A group leaves when Linger has passed since
+// its first call (0: at once, with whatever was already waiting). Every
+// other command is the embedded client's, unchanged; the embedded client's
+// read and write timeouts bound a pipeline.
 type PipelinedClient struct {
 	redis.UniversalClient
 	MaxBatch int           // calls per pipeline (default 64)
-	Timeout  time.Duration // bound on one pipeline (default 2 s)
+	Linger   time.Duration // how long a group waits for more calls
 
 	Groups, Calls atomic.Int64
 
@@ -89,11 +90,9 @@ func (p *PipelinedClient) loop() {
 	if max <= 0 {
 		max = 64
 	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = 2 * time.Second
-	}
 	batch := make([]*evalReq, 0, max)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		var first *evalReq
 		select {
@@ -102,20 +101,38 @@ func (p *PipelinedClient) loop() {
 			return
 		}
 		batch = append(batch[:0], first)
+		var linger <-chan time.Time
+		if p.Linger > 0 {
+			timer.Reset(p.Linger)
+			linger = timer.C
+		}
 	fill:
 		for len(batch) < max {
 			select {
 			case r := <-p.reqs:
 				batch = append(batch, r)
+				continue
 			default:
+			}
+			if linger == nil {
+				break
+			}
+			select {
+			case r := <-p.reqs:
+				batch = append(batch, r)
+			case <-linger:
+				linger = nil
 				break fill
 			}
 		}
-		p.run(batch, timeout)
+		if linger != nil {
+			timer.Stop()
+		}
+		p.run(batch)
 	}
 }
 
-func (p *PipelinedClient) run(batch []*evalReq, timeout time.Duration) {
+func (p *PipelinedClient) run(batch []*evalReq) {
 	live := batch[:0:0]
 	for _, r := range batch {
 		if r.ctx.Err() == nil { // its caller has gone: not sent at all
@@ -127,8 +144,7 @@ func (p *PipelinedClient) run(batch []*evalReq, timeout time.Duration) {
 	}
 	p.Groups.Add(1)
 	p.Calls.Add(int64(len(live)))
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	ctx := context.Background()
 	if len(live) == 1 {
 		r := live[0]
 		r.cmd = p.UniversalClient.EvalSha(ctx, r.sha, r.keys, r.args...)

@@ -20,7 +20,7 @@ import (
 type Dispatcher struct {
 	Queue   Enqueuer
 	Log     *slog.Logger
-	Workers int // concurrent enqueuers (default 4)
+	Workers int // concurrent enqueuers (default 32)
 	Buffer  int // tasks waiting (default 8192)
 	Timeout time.Duration
 
@@ -36,7 +36,7 @@ type dispatchItem struct{ tenantID, id string }
 func (d *Dispatcher) start() {
 	d.once.Do(func() {
 		if d.Workers <= 0 {
-			d.Workers = 8
+			d.Workers = 32
 		}
 		if d.Buffer <= 0 {
 			d.Buffer = 8192
