@@ -64,6 +64,7 @@ func run() error {
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	flag.Parse()
+	app.TuneRuntime(os.Getenv) // as the server does
 	if *rounds < 1 {
 		*rounds = 1
 	}
@@ -281,6 +282,11 @@ func run() error {
 	if g := a.QueueRedis.Groups.Load(); g > 0 {
 		fmt.Printf("    enqueues: %d in %d Redis round trips (%.1f per trip)\n", a.QueueRedis.Calls.Load(), g, float64(a.QueueRedis.Calls.Load())/float64(g))
 	}
+	var perRound []string
+	for i := range hb.per {
+		perRound = append(perRound, fmt.Sprintf("%.2f", hb.per[i]/ra.per[i]))
+	}
+	fmt.Printf("    b/a of each round: %s\n", strings.Join(perRound, " "))
 	fmt.Printf("ratio b/a = %.2f (target ≥ 0.70), p99 ack latency %s (target ≤ 25ms)\n", hb.rate(secs)/ra.rate(secs), pct(hb.lat, 99))
 	fmt.Printf("    against the references: minimal table %.2f, prepared statement %.2f\n", hb.rate(secs)/rmin.rate(secs), hb.rate(secs)/rprep.rate(secs))
 	return nil
@@ -293,6 +299,7 @@ type phase struct {
 	n    int64
 	lat  []time.Duration
 	cpu  cpu
+	per  []float64 // rate of each round
 }
 
 func (p *phase) run(conns int, d time.Duration) {
@@ -306,6 +313,7 @@ func (p *phase) run(conns int, d time.Duration) {
 		p.cpu[k] += v - before[k]
 	}
 	p.n += n
+	p.per = append(p.per, float64(n)/d.Seconds())
 	p.lat = append(p.lat, lat...)
 	sort.Slice(p.lat, func(i, j int) bool { return p.lat[i] < p.lat[j] })
 }

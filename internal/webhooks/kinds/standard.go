@@ -95,8 +95,9 @@ func (standardKind) Map(raw json.RawMessage) (Lead, error) {
 	if doc == nil {
 		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
 	}
-	rec, recRaw := eventRecord(doc)
-	ref := doc.object("data").scalar("id")
+	data := doc.object("data")
+	rec, recRaw := eventRecord(doc, data)
+	ref := data.scalar("id")
 	if ref == "" && rec != nil {
 		ref = rec.scalar("id")
 	}
@@ -108,8 +109,9 @@ func (standardKind) Map(raw json.RawMessage) (Lead, error) {
 
 // eventRecord picks the record object of an event: data.object, else data,
 // else payload (Calendly).
-func eventRecord(doc object) (object, json.RawMessage) {
-	if data := doc.object("data"); data != nil {
+// data is doc's member "data", decoded by the caller.
+func eventRecord(doc, data object) (object, json.RawMessage) {
+	if data != nil {
 		if o := data.object("object"); o != nil {
 			return o, data["object"]
 		}

@@ -97,6 +97,6 @@ func (timestampedKind) Map(raw json.RawMessage) (Lead, error) {
 	if ref == "" {
 		return Lead{}, fmt.Errorf("%w: none of data.object.id, data.id, payload.uri", ErrNoNaturalKey)
 	}
-	rec, recRaw := eventRecord(doc)
+	rec, recRaw := eventRecord(doc, data)
 	return contactLead(ref, rec, recRaw)
 }
