@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks"
@@ -458,5 +459,62 @@ func TestClaimerSurvivesKilledConnections(t *testing.T) {
 	wg.Wait()
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 41 {
 		t.Fatalf("%d delivery rows, want 41", c)
+	}
+}
+
+// A claim stuck on a row lock (here another transaction's uncommitted
+// insert of the same delivery id) holds up its own batch only: another
+// source's deliveries start a batch beside it and are answered at once;
+// when the lock goes, the stuck one is answered too. (Deliveries of the
+// same source whose ids sort just below the stuck one wait with it:
+// InnoDB's duplicate check locks the gap before a key.)
+func TestStuckClaimDoesNotStopIngest(t *testing.T) {
+	e := apptest.New(t, "hooks_stuck", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("stuck")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	other := newSource(t, e, ten.ID, "other", kinds.Standard)
+	ctx := context.Background()
+	tx, err := e.App.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at)
+		VALUES (?, ?, ?, 'stuck', 'webhook', '{}', NOW(6))`, ten.ID, s.ID, db.NewID()); err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan hookResp, 1)
+	go func() {
+		h, b := signed(t, s, "stuck", "c-stuck", kinds.Lead{Email: "stuck@example.com"}, time.Now())
+		stuck <- send(t, s.URL, h, b)
+	}()
+	time.Sleep(200 * time.Millisecond) // the stuck claim is waiting on the lock
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		h, b := signed(t, other, fmt.Sprintf("free-%d", i), fmt.Sprintf("c-free-%d", i), kinds.Lead{Email: "free@example.com"}, time.Now())
+		if r := send(t, other.URL, h, b); r.Status != 200 || r.Ack.Status != "accepted" {
+			t.Fatalf("delivery beside the stuck one: %d %s", r.Status, r.Body)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second { // the lock wait timeout is 50 s
+		t.Fatalf("deliveries beside a stuck claim took %s", d)
+	}
+	select {
+	case r := <-stuck:
+		t.Fatalf("stuck claim answered while the lock was held: %d %s", r.Status, r.Body)
+	default:
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-stuck:
+		if r.Status != 200 || r.Ack.Status != "accepted" {
+			t.Fatalf("stuck claim after the lock went: %d %s", r.Status, r.Body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stuck claim not answered after the lock went")
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 6 {
+		t.Fatalf("%d delivery rows, want 6", c)
 	}
 }
