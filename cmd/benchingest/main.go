@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -448,6 +449,7 @@ type sender struct {
 	br     *bufio.Reader
 	client *http.Client // with -nethttp
 	url    string
+	body   []byte // the last response body (reused)
 }
 
 func dialSender(addr string, useNetHTTP bool, url string) (*sender, error) {
@@ -489,11 +491,46 @@ func (s *sender) send(wire []byte, h http.Header, body []byte) (int, []byte, err
 	if _, err := s.conn.Write(wire); err != nil {
 		return 0, nil, err
 	}
-	res, err := http.ReadResponse(s.br, nil)
+	return s.readResponse()
+}
+
+// readResponse reads one HTTP/1.1 response with a Content-Length (the
+// server always sends one) with as little work as it can, as wrk does:
+// the load generator's CPU is taken from the server under test.
+func (s *sender) readResponse() (int, []byte, error) {
+	line, err := s.br.ReadSlice('\n')
 	if err != nil {
 		return 0, nil, err
 	}
-	b, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	return res.StatusCode, b, err
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, nil, fmt.Errorf("bad status line %q", line)
+	}
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, nil, fmt.Errorf("bad status line %q", line)
+	}
+	length := -1
+	for {
+		line, err := s.br.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(line) <= 2 { // the blank line
+			break
+		}
+		if len(line) > 15 && bytes.EqualFold(line[:15], []byte("Content-Length:")) {
+			if length, err = strconv.Atoi(string(bytes.TrimSpace(line[15:]))); err != nil {
+				return 0, nil, fmt.Errorf("bad header %q", line)
+			}
+		}
+	}
+	if length < 0 {
+		return 0, nil, errors.New("response without Content-Length")
+	}
+	if cap(s.body) < length {
+		s.body = make([]byte, length)
+	}
+	b := s.body[:length]
+	_, err = io.ReadFull(s.br, b)
+	return status, b, err
 }
