@@ -65,7 +65,6 @@ func run() error {
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	flag.Parse()
-	app.TuneRuntime(os.Getenv) // as the server does
 	if *rounds < 1 {
 		*rounds = 1
 	}

@@ -69,9 +69,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := app.NewLogger(cfg, stderr)
-	if cmd == "serve" || cmd == "demo" {
-		app.TuneRuntime(getenv)
-	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log, nil)

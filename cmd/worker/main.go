@@ -35,7 +35,6 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	log := app.NewLogger(cfg, os.Stderr).With("process", "worker")
-	app.TuneRuntime(getenv)
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -51,20 +50,6 @@ type App struct {
 
 	closers  []func()
 	flushers []func(context.Context)
-}
-
-// DefaultGCPercent is the Go garbage collector's target for Leadpipe's
-// processes when GOGC is not set: the live heap is small (tens of MB) and
-// the request path allocates, so the default of 100 collects every few
-// milliseconds under load. 400 measured 5 to 10 % more webhook deliveries
-// per second on 2 cores; GOMEMLIMIT still caps the heap where it is set.
-const DefaultGCPercent = 400
-
-// TuneRuntime applies DefaultGCPercent unless the operator set GOGC.
-func TuneRuntime(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(DefaultGCPercent)
-	}
 }
 
 // NewLogger builds the process logger from the configuration.
