@@ -133,3 +133,35 @@ func TestPipelinedClientCancelAndClose(t *testing.T) {
 		t.Fatalf("wrapped client closed too: %v", err)
 	}
 }
+
+// With a linger, calls made within it share one round trip even when
+// they arrive one after another.
+func TestPipelinedClientLinger(t *testing.T) {
+	rc := testRedis(t)
+	p := jobs.NewPipelinedClient(rc, 1)
+	p.Linger = 200 * time.Millisecond
+	defer p.Close()
+	script := redis.NewScript(`return redis.call("INCR", KEYS[1])`)
+	ctx := context.Background()
+	if err := script.Load(ctx, rc).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := script.Run(ctx, p, []string{"n"}).Err(); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	if n, _ := rc.Get(ctx, "n").Int(); n != 10 {
+		t.Fatalf("script ran %d times, want 10", n)
+	}
+	if g := p.Groups.Load(); g >= 10 {
+		t.Fatalf("10 calls within the linger took %d round trips", g)
+	}
+}
