@@ -122,6 +122,7 @@ func (c *Claimer) loop() {
 		batch = append(batch, r)
 		size += len(r.d.Payload)
 	}
+	full := func() bool { return len(batch) >= c.MaxBatch || size >= c.MaxBytes }
 	finished := func(started time.Time) {
 		for i, t := range inflight {
 			if t.Equal(started) {
@@ -140,7 +141,6 @@ func (c *Claimer) loop() {
 				continue
 			}
 		}
-		full := func() bool { return len(batch) >= c.MaxBatch || size >= c.MaxBytes }
 	fill:
 		for !full() {
 			select {
