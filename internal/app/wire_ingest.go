@@ -26,7 +26,7 @@ func (a *App) wireIngest(ctx context.Context) error {
 	now := func() time.Time { return time.Now().UTC() }
 	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
 	a.flushers = append(a.flushers, dispatch.Flush)
-	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources, Queue: a.Queue,
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now}
 	a.Web.Hooks = a.Ingest

@@ -95,17 +95,13 @@ func (d *Dispatcher) Flush(ctx context.Context) {
 	}
 }
 
+// enqueue queues a delivery's processing task; a conflict means it is
+// queued already, any other error is left to the sweeper.
 func (d *Dispatcher) enqueue(it dispatchItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
-	enqueueDelivery(ctx, d.Queue, d.Log, it.tenantID, it.id)
-}
-
-// enqueueDelivery queues a delivery's processing task; a conflict means it
-// is queued already, any other error is left to the sweeper.
-func enqueueDelivery(ctx context.Context, q Enqueuer, log *slog.Logger, tenantID, id string) {
-	t, opts := NewProcessTask(tenantID, id)
-	if _, err := q.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		log.WarnContext(ctx, "enqueue delivery failed; the sweeper will retry", "delivery", id, "err", err)
+	t, opts := NewProcessTask(it.tenantID, it.id)
+	if _, err := d.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		d.Log.WarnContext(ctx, "enqueue delivery failed; the sweeper will retry", "delivery", it.id, "err", err)
 	}
 }

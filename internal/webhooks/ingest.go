@@ -37,8 +37,7 @@ type Ingest struct {
 	DB      *sqlx.DB
 	Claimer *Claimer
 	Sources *sources.Service
-	Queue   Enqueuer
-	// Dispatch, when set, enqueues after the response instead of before.
+	// Dispatch enqueues each fresh delivery's task beside the response.
 	Dispatch *Dispatcher
 	Stats    monitor.Sink
 	Log      *slog.Logger
@@ -151,13 +150,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Committed: now enqueue (a dispatcher does it beside the answer, off
 	// its path). A Redis outage must not fail the sender: the sweeper
 	// enqueues whatever is left unprocessed.
-	if in.Dispatch != nil {
-		in.Dispatch.Dispatch(res.TenantID, fresh)
-	} else {
-		for _, id := range fresh {
-			in.enqueue(r.Context(), res.TenantID, id)
-		}
-	}
+	in.Dispatch.Dispatch(res.TenantID, fresh)
 	ack := ackBody{Status: "duplicate"}
 	if len(fresh) > 0 {
 		ack.Status = "accepted"
@@ -234,10 +227,4 @@ func NewProcessTask(tenantID, deliveryRowID string) (*asynq.Task, []asynq.Option
 	return asynq.NewTask(TypeProcessDelivery, b), []asynq.Option{
 		asynq.TaskID(deliveryRowID), asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
 	}
-}
-
-func (in *Ingest) enqueue(ctx context.Context, tenantID, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
-	defer cancel()
-	enqueueDelivery(ctx, in.Queue, in.Log, tenantID, id)
 }
