@@ -25,9 +25,10 @@ type Delivery struct {
 	LeadID      *string    `db:"lead_id" json:"lead_id"`
 	Attempts    int        `db:"attempts" json:"attempts"`
 	LastError   *string    `db:"last_error" json:"last_error"`
+	State       string     `db:"state" json:"state"` // received | processed | failed
 }
 
-const deliveryCols = `tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id, attempts, last_error`
+const deliveryCols = `tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id, attempts, last_error, state`
 
 // DeadLetter is a signed request Leadpipe could not use, kept for admins.
 type DeadLetter struct {
@@ -51,7 +52,7 @@ func insertDeadLetter(ctx context.Context, x db.Ext, d DeadLetter) error {
 func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := x.SelectContext(ctx, &ids, `SELECT id FROM deliveries
-		WHERE tenant_id = ? AND processed_at IS NULL AND received_at < ?
-		ORDER BY received_at LIMIT ?`, tenantID, before, limit)
+		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
+		ORDER BY received_at, id LIMIT ?`, tenantID, before, limit)
 	return ids, err
 }

@@ -84,7 +84,7 @@ func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID
 		if res, err = Apply(ctx, tx, tenantID, src, d.Payload, now); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL
+		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL
 			WHERE tenant_id = ? AND id = ?`, now, res.LeadID, tenantID, deliveryRowID)
 		return err
 	})
@@ -103,8 +103,8 @@ func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause e
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}
-	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET processed_at = ?, attempts = attempts + 1, last_error = ?
-		WHERE tenant_id = ? AND id = ? AND processed_at IS NULL`, p.now(), msg, tenantID, id)
+	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
+		WHERE tenant_id = ? AND id = ? AND state = 'received'`, p.now(), msg, tenantID, id)
 	if err != nil {
 		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
 	}
