@@ -46,13 +46,3 @@ func insertDeadLetter(ctx context.Context, x db.Ext, d DeadLetter) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, d.TenantID, d.SourceID, d.ID, d.Reason, string(d.Headers), d.Body, d.ReceivedAt)
 	return err
 }
-
-// pendingDeliveries lists a tenant's deliveries still unprocessed that were
-// received before `before` (the sweeper's work), oldest first.
-func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, limit int) ([]string, error) {
-	var ids []string
-	err := x.SelectContext(ctx, &ids, `SELECT id FROM deliveries
-		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
-		ORDER BY received_at, id LIMIT ?`, tenantID, before, limit)
-	return ids, err
-}
