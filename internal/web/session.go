@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/tenants"
+	"leadpipe/views/layouts"
 )
 
 // SessionCookie is the name of the web UI's session cookie.
@@ -54,23 +56,43 @@ func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 	s.setCookie(w, r, SessionCookie, "", -1)
 }
 
+// flash is the notice carried across a redirect, with an optional Undo form.
+type flash struct {
+	Msg  string         `json:"m"`
+	Undo *layouts.Undo `json:"u,omitempty"`
+}
+
 // setFlash leaves a notice for the page the redirect lands on.
 func (s *Server) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
-	s.setCookie(w, r, flashCookie, url.QueryEscape(msg), 60)
+	s.setFlashUndo(w, r, msg, nil)
+}
+
+// setFlashUndo leaves a notice with an Undo form (e.g. a board move).
+func (s *Server) setFlashUndo(w http.ResponseWriter, r *http.Request, msg string, undo *layouts.Undo) {
+	b, _ := json.Marshal(flash{Msg: msg, Undo: undo})
+	s.setCookie(w, r, flashCookie, url.QueryEscape(string(b)), 60)
 }
 
 // takeFlash reads and clears the notice (shown once).
-func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, *layouts.Undo) {
 	c, err := r.Cookie(flashCookie)
 	if err != nil || c.Value == "" {
-		return ""
+		return "", nil
 	}
 	s.setCookie(w, r, flashCookie, "", -1)
-	msg, err := url.QueryUnescape(c.Value)
-	if err != nil || len(msg) > 300 {
-		return ""
+	raw, err := url.QueryUnescape(c.Value)
+	if err != nil || len(raw) > 2000 {
+		return "", nil
 	}
-	return msg
+	var f flash
+	if json.Unmarshal([]byte(raw), &f) != nil || len(f.Msg) > 300 {
+		return "", nil
+	}
+	// The cookie is the browser's: only a same-site form target is offered.
+	if f.Undo != nil && (!strings.HasPrefix(f.Undo.Action, "/leads/") || strings.ContainsAny(f.Undo.Action, "\\:")) {
+		f.Undo = nil
+	}
+	return f.Msg, f.Undo
 }
 
 // RequireSession loads the signed-in user from the session cookie; without a

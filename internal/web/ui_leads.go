@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web/uiq"
 	"leadpipe/views/components"
+	"leadpipe/views/layouts"
 	leadviews "leadpipe/views/leads"
 )
 
@@ -197,6 +198,7 @@ func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 		v.Columns = append(v.Columns, col)
 	}
 	v.Page = s.page(w, r, "Board", "board")
+	v.Page.Wide = true
 	s.render(w, r, http.StatusOK, leadviews.Board(v))
 }
 
@@ -347,8 +349,29 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "Pick one of the statuses in the list."})
 		return
 	}
-	s.patchLead(w, r, id, "status", status, components.StatusLabel(status), leads.PatchInput{Status: &status},
-		"Status set to "+components.StatusLabel(status)+".")
+	label := components.StatusLabel(status)
+	l, ok := s.patchLead(w, r, id, "status", status, label, leads.PatchInput{Status: &status})
+	if !ok {
+		return
+	}
+	if backTo(r, id) != "/leads/board" {
+		s.setFlash(w, r, "Status set to "+label+".")
+		seeOther(w, r, backTo(r, id))
+		return
+	}
+	// A board move names the lead and offers to move it back.
+	name := leadviews.Lead{Name: l.Name, Email: l.Email, Phone: l.Phone}.Title()
+	from := r.PostFormValue("from")
+	if r.PostFormValue("undo") != "" || !leads.ValidStatus(from) || from == status {
+		s.setFlash(w, r, "Moved "+name+" back to "+label+".")
+	} else {
+		s.setFlashUndo(w, r, "Moved "+name+" to "+label+".", &layouts.Undo{
+			Action: "/leads/" + l.ID + "/status", Label: "Undo",
+			Fields: []layouts.Field{{Name: "status", Value: from}, {Name: "from", Value: status},
+				{Name: "version", Value: strconv.Itoa(l.Version)}, {Name: "back", Value: "/leads/board"}, {Name: "undo", Value: "1"}},
+		})
+	}
+	seeOther(w, r, "/leads/board")
 }
 
 func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
@@ -371,26 +394,29 @@ func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
 		}
 		label, flash = u.Name, "Assigned to "+u.Name+"."
 	}
-	s.patchLead(w, r, id, "owner", owner, label, in, flash)
+	if _, ok := s.patchLead(w, r, id, "owner", owner, label, in); ok {
+		s.setFlash(w, r, flash)
+		seeOther(w, r, backTo(r, id))
+	}
 }
 
 // patchLead applies an edit under the version the form was rendered with.
 // A stale version re-renders the page with the conflict and the current
-// values: nothing is overwritten.
-func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, value, label string, in leads.PatchInput, flash string) {
+// values: nothing is overwritten. It reports false when it answered the
+// request itself; on success the caller sets the flash and redirects.
+func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, value, label string, in leads.PatchInput) (leads.Lead, bool) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	version, ok := formVersion(r)
 	if !ok {
 		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The form was missing the lead's version; reload the page and try again."})
-		return
+		return leads.Lead{}, false
 	}
 	p, _ := PrincipalFrom(ctx)
-	_, err := s.leadSvc().Patch(ctx, sess.Tenant.ID, id, p, version, in)
+	l, err := s.leadSvc().Patch(ctx, sess.Tenant.ID, id, p, version, in)
 	switch {
 	case err == nil:
-		s.setFlash(w, r, flash)
-		seeOther(w, r, backTo(r, id))
+		return l, true
 	case apperr.Is(err, apperr.PreconditionFailed), apperr.Is(err, apperr.Conflict):
 		s.renderLead(w, r, http.StatusConflict, id, leadPageOpts{conflict: &leadviews.Conflict{Field: field, Attempted: label, Value: value}})
 	case apperr.Is(err, apperr.Invalid):
@@ -398,6 +424,7 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 	default:
 		s.uiError(w, r, err)
 	}
+	return leads.Lead{}, false
 }
 
 func problemText(err error) string {

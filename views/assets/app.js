@@ -123,9 +123,69 @@
     list.scrollLeft = Math.max(0, offset - (list.clientWidth - a.offsetWidth) / 2);
   }
 
+  // ---- board: drag a card to another column ----------------------------
+  // Dropping submits the card's own "Move to…" form with the target status
+  // (htmx swaps the page in place; without htmx it is a normal POST), so
+  // drag and drop and the keyboard take exactly the same path.
+  var dragged = null;
+
+  function makeDraggable(root) {
+    var cards = (root || document).querySelectorAll(".board-card[data-lead-id]");
+    for (var i = 0; i < cards.length; i++) cards[i].setAttribute("draggable", "true");
+  }
+
+  function columnOf(el) { return el && el.closest && el.closest(".board-col[data-status]"); }
+
+  document.addEventListener("dragstart", function (ev) {
+    var card = ev.target.closest && ev.target.closest(".board-card[data-lead-id]");
+    if (!card) return;
+    dragged = card;
+    card.classList.add("is-dragging");
+    if (ev.dataTransfer) {
+      ev.dataTransfer.effectAllowed = "move";
+      try { ev.dataTransfer.setData("text/plain", card.getAttribute("data-lead-name") || ""); } catch (e) { /* old browsers */ }
+    }
+  });
+  document.addEventListener("dragend", function () {
+    if (dragged) dragged.classList.remove("is-dragging");
+    dragged = null;
+    var t = document.querySelectorAll(".board-col.is-drop-target");
+    for (var i = 0; i < t.length; i++) t[i].classList.remove("is-drop-target");
+  });
+  document.addEventListener("dragover", function (ev) {
+    var col = dragged && columnOf(ev.target);
+    if (!col) return;
+    ev.preventDefault();
+    if (ev.dataTransfer) ev.dataTransfer.dropEffect = columnOf(dragged) === col ? "none" : "move";
+    var t = document.querySelectorAll(".board-col.is-drop-target");
+    for (var i = 0; i < t.length; i++) if (t[i] !== col) t[i].classList.remove("is-drop-target");
+    if (columnOf(dragged) !== col) col.classList.add("is-drop-target");
+  });
+  document.addEventListener("drop", function (ev) {
+    var col = dragged && columnOf(ev.target);
+    if (!col) return;
+    ev.preventDefault();
+    col.classList.remove("is-drop-target");
+    var card = dragged, status = col.getAttribute("data-status");
+    var form = card.querySelector("form[data-move-form]");
+    var btn = form && form.querySelector("button[name='status'][value='" + status + "']");
+    if (!btn) return; // dropped on its own column
+    var list = col.querySelector(".board-cards");
+    if (list) list.insertBefore(card, list.firstChild); // show the move at once
+    card.classList.add("is-moving");
+    btn.click(); // htmx reads the status from the clicked button
+  });
+
+  // After htmx swapped the page for a move, put the keyboard on Undo.
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var undo = document.querySelector("#main [data-testid='undo']");
+    if (undo) undo.focus();
+  });
+
   function enhance(root) {
     updateTimes(root);
     revealCopyButtons(root);
+    makeDraggable(root);
   }
 
   // htmx fires htmx:load for every piece of swapped-in content.

@@ -26,7 +26,48 @@ type Page struct {
 	Active     string // nav key: "leads","board","sources","monitor","alerts","users","tokens","endpoints"
 	OpenAlerts int    // admins see a banner linking /alerts when > 0
 	Flash      string // success notice
+	Undo       *Undo  // optional action offered with the flash ("Undo")
 	FlashError string // error notice
+	Wide       bool   // the page uses the full window width (board)
+}
+
+// Undo is a one-click form that reverses what the flash reports.
+type Undo struct {
+	Action string  // POST target
+	Label  string  // button text, default "Undo"
+	Fields []Field // hidden inputs
+}
+
+// Field is one hidden form input.
+type Field struct{ Name, Value string }
+
+// phoneTabs is how many nav entries stay in the tab row on a phone; the
+// rest move into the "More" menu.
+const phoneTabs = 2
+
+func navItemClass(i int, item NavItem) string {
+	c := ""
+	if item.FirstAdmin {
+		c = "nav-admin-start"
+	}
+	if i >= phoneTabs {
+		c += " nav-extra"
+	}
+	return c
+}
+
+func undoLabel(u *Undo) string {
+	if u.Label != "" {
+		return u.Label
+	}
+	return "Undo"
+}
+
+func mainClass(p Page) string {
+	if p.Wide {
+		return "container container-wide main"
+	}
+	return "container main"
 }
 
 // NavItem is one entry of the main navigation.

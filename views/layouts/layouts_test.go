@@ -39,7 +39,7 @@ var (
 
 func navKeys(doc *goquery.Document) []string {
 	var keys []string
-	doc.Find(`[data-testid="nav"] a`).Each(func(_ int, s *goquery.Selection) {
+	doc.Find(`[data-testid="nav"] .nav-list > li > a`).Each(func(_ int, s *goquery.Selection) {
 		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "nav-"))
 	})
 	return keys
@@ -74,7 +74,7 @@ func TestAppNavigationByRole(t *testing.T) {
 				t.Errorf("nav %s → %q, want %q", key, got, href)
 			}
 		}
-		current := doc.Find(`[aria-current="page"]`)
+		current := doc.Find(`.nav-list > li > [aria-current="page"]`)
 		if current.Length() != 1 || current.AttrOr("data-testid", "") != "nav-sources" {
 			t.Fatalf("aria-current on %d elements", current.Length())
 		}
@@ -82,6 +82,48 @@ func TestAppNavigationByRole(t *testing.T) {
 			t.Error("banner without open alerts")
 		}
 	})
+}
+
+// The phone navigation keeps two tabs and moves every other page, who is
+// signed in and Log out into "More", so nothing is out of reach at 390 px.
+func TestMoreMenu(t *testing.T) {
+	doc, _ := render(t, App(Page{Title: "Sources", User: admin, TenantName: "Acme", Active: "sources", OpenAlerts: 2}))
+	more := doc.Find(`[data-testid="more-menu"]`)
+	var keys []string
+	more.Find(`a`).Each(func(_ int, s *goquery.Selection) {
+		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "more-"))
+	})
+	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints" {
+		t.Fatalf("more menu = %s", got)
+	}
+	if id := more.Find(`[data-testid="more-identity"]`).Text(); !strings.Contains(id, "Dana Okafor") || !strings.Contains(id, "dana@acme.test") || !strings.Contains(id, "Admin") {
+		t.Errorf("identity in More: %q", id)
+	}
+	if more.Find(`form[action="/logout"] button`).Length() != 1 {
+		t.Error("no Log out in More")
+	}
+	if more.Find(`summary .nav-count`).Text() != "2" {
+		t.Error("More does not show the open alerts")
+	}
+	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 6 {
+		t.Errorf("%d tabs fold away on phones, want 6", n)
+	}
+	sdoc, _ := render(t, App(Page{Title: "Inbox", User: staff, Active: "leads"}))
+	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 0 {
+		t.Errorf("staff More lists %d pages", n)
+	}
+	if !strings.Contains(sdoc.Find(`[data-testid="more-identity"]`).Text(), "Sam Rivera") {
+		t.Error("staff More lacks the identity")
+	}
+}
+
+func TestFlashUndo(t *testing.T) {
+	doc, _ := render(t, App(Page{Title: "Board", User: staff, Active: "board", Flash: "Moved Dana to Won.",
+		Undo: &Undo{Action: "/leads/x/status", Fields: []Field{{Name: "status", Value: "new"}, {Name: "version", Value: "3"}}}}))
+	f := doc.Find(`[data-testid="flash"] form[action="/leads/x/status"]`)
+	if f.Length() != 1 || f.Find(`input[name="status"][value="new"]`).Length() != 1 || f.Find(`[data-testid="undo"]`).Text() != "Undo" {
+		t.Fatal("no Undo form in the flash")
+	}
 }
 
 func TestOpenAlertBanner(t *testing.T) {

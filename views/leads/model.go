@@ -5,6 +5,7 @@ package leads
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"leadpipe/views/components"
@@ -22,6 +23,51 @@ type Lead struct {
 	TimesSeen                       int
 	CreatedAt, UpdatedAt            time.Time
 	LastSeenAt, SourceCreatedAt     time.Time
+	NextStep                        string    // human-owned follow-up
+	DueAt                           time.Time // zero: no due date
+}
+
+// Overdue reports whether the follow-up's due time has passed.
+func (l Lead) Overdue(now time.Time) bool { return !l.DueAt.IsZero() && l.DueAt.Before(now) }
+
+// DueText is a due date in words: "today 14:00", "tomorrow 09:30",
+// "yesterday", "Mon 15:00" within a week, else "Jan 02" (UTC).
+func DueText(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	day := func(x time.Time) time.Time { y, m, d := x.Date(); return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	days := int(day(t).Sub(day(now)).Hours() / 24)
+	switch {
+	case days == 0:
+		return "today " + t.Format("15:04")
+	case days == 1:
+		return "tomorrow " + t.Format("15:04")
+	case days == -1:
+		return "yesterday " + t.Format("15:04")
+	case days > 1 && days < 7:
+		return t.Format("Mon 15:04")
+	case t.Year() == now.Year():
+		return t.Format("Jan 02")
+	}
+	return t.Format("Jan 02, 2006")
+}
+
+// Initials gives avatar letters for a person's name: "Sam Rivera" → "SR".
+func Initials(name string) string {
+	var out []rune
+	word := true
+	for _, r := range name {
+		switch {
+		case r == ' ' || r == '.' || r == '-' || r == '@':
+			word = true
+		case word:
+			out = append(out, []rune(strings.ToUpper(string(r)))...)
+			word = false
+		}
+		if len(out) >= 2 {
+			break
+		}
+	}
+	return string(out)
 }
 
 // Title is what a lead is called: its name, else email, else phone.

@@ -1,0 +1,161 @@
+package browser_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/tenants"
+)
+
+// salesDay is a tenant with an admin, a staff member and a few leads made
+// through the API, the way a salesperson finds them in the morning.
+type salesDay struct {
+	e     *apptest.Env
+	acme  apptest.Tenant
+	staff tenants.User
+	leads map[string]string // name → id
+}
+
+const staffPassword = "sam-staff-password"
+
+func newSalesDay(t *testing.T, prefix string, names ...string) *salesDay {
+	t.Helper()
+	e := apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisUI})
+	acme := e.Tenant("acme")
+	staff, err := e.App.Tenants.CreateUser(context.Background(), acme.ID, tenants.CreateUserInput{Email: "sam@acme.test", Name: "Sam Rivera",
+		Password: staffPassword, Role: tenants.RoleStaff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &salesDay{e: e, acme: acme, staff: staff, leads: map[string]string{}}
+	for i, n := range names {
+		d.addLead(n, fmt.Sprintf("%s@example.test", strings.ToLower(strings.ReplaceAll(n, " ", "."))), fmt.Sprintf("Company %d", i))
+	}
+	return d
+}
+
+func (d *salesDay) addLead(name, email, company string) string {
+	d.e.T.Helper()
+	res := d.e.Do("POST", "/api/v1/leads", d.acme.Token, map[string]any{"name": name, "email": email, "company": company},
+		"Idempotency-Key", "lead-"+name)
+	if res.Status != 201 {
+		d.e.T.Fatalf("create lead %s: %d %s", name, res.Status, res.Body)
+	}
+	var l struct{ ID string }
+	res.JSON(d.e.T, &l)
+	d.leads[name] = l.ID
+	return l.ID
+}
+
+func (d *salesDay) status(id string) string {
+	d.e.T.Helper()
+	var st string
+	if err := d.e.App.DB.GetContext(context.Background(), &st, `SELECT status FROM leads WHERE tenant_id = ? AND id = ?`, d.acme.ID, id); err != nil {
+		d.e.T.Fatal(err)
+	}
+	return st
+}
+
+// waitText waits until the element's text contains want.
+func (tb *tab) waitText(sel, want string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := run(tb, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||""`, sel)))
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: %s says %q, want %q", tb.name, sel, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dragCard drags a board card onto a column with the browser's own
+// DragEvents (what a mouse drag fires; headless Chromium does not turn
+// synthetic mouse moves into HTML5 drags).
+func (tb *tab) dragCard(leadID, status string) {
+	tb.t.Helper()
+	js := fmt.Sprintf(`(function(){
+		var card = document.querySelector('.board-card[data-lead-id=%q]');
+		var col = document.querySelector('.board-col[data-status=%q] .board-cards');
+		if (!card || !col) return "missing";
+		if (card.getAttribute("draggable") !== "true") return "not draggable";
+		var dt = new DataTransfer();
+		card.dispatchEvent(new DragEvent("dragstart", {bubbles: true, dataTransfer: dt}));
+		col.dispatchEvent(new DragEvent("dragover", {bubbles: true, cancelable: true, dataTransfer: dt}));
+		col.dispatchEvent(new DragEvent("drop", {bubbles: true, cancelable: true, dataTransfer: dt}));
+		card.dispatchEvent(new DragEvent("dragend", {bubbles: true, dataTransfer: dt}));
+		return "ok";
+	})()`, leadID, status)
+	if got := run(tb, chromedp.Evaluate[string](js)); got != "ok" {
+		tb.t.Fatalf("%s: drag: %s", tb.name, got)
+	}
+}
+
+// TestBrowserBoardMoves: a card dragged to another column changes the
+// lead's status in place (htmx, no reload), the confirmation names the
+// lead and Undo moves it back; the keyboard's "Move to…" does the same
+// without a mouse.
+func TestBrowserBoardMoves(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	d := newSalesDay(t, "ui_board", "Dana Scully", "Fox Mulder", "Walter Skinner")
+	browser := startBrowser(t)
+	sam := newTab(t, browser, d.e.URL, "sam")
+	sam.login("sam@acme.test", staffPassword)
+	sam.open("/leads/board")
+	if n := sam.count(`[data-testid="column-new"] [data-testid="card"]`); n != 3 {
+		t.Fatalf("new column has %d cards", n)
+	}
+	sam.screenshot("board")
+
+	t.Log("drag Dana to Contacted")
+	dana := d.leads["Dana Scully"]
+	sam.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+	sam.dragCard(dana, "contacted")
+	sam.waitText(`[data-testid="flash"]`, "Moved Dana Scully to Contacted")
+	if got := d.status(dana); got != "contacted" {
+		t.Fatalf("after the drop the lead is %q", got)
+	}
+	if !run(sam, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
+		t.Error("the drop reloaded the page instead of swapping it")
+	}
+	if sam.count(`[data-testid="column-contacted"] [data-lead-id="`+dana+`"]`) != 1 {
+		t.Fatal("Dana's card is not in the Contacted column")
+	}
+	if got := run(sam, chromedp.Evaluate[string](`document.activeElement && document.activeElement.getAttribute("data-testid") || ""`)); got != "undo" {
+		t.Errorf("focus after the move is on %q, want the Undo button", got)
+	}
+	sam.screenshot("board-moved")
+
+	t.Log("Undo puts her back")
+	sam.submit(`[data-testid="undo"]`)
+	sam.waitText(`[data-testid="flash"]`, "Moved Dana Scully back to New")
+	if got := d.status(dana); got != "new" {
+		t.Fatalf("after Undo the lead is %q", got)
+	}
+	if sam.count(`[data-testid="undo"]`) != 0 {
+		t.Error("an undo offers another undo")
+	}
+
+	t.Log("keyboard: Move to… → Qualified")
+	fox := d.leads["Fox Mulder"]
+	card := `[data-lead-id="` + fox + `"] `
+	sam.do(chromedp.Focus(chromedp.CSS(card+`[data-testid="move"] summary`)))
+	sam.do(chromedp.KeyEvent("\r"))
+	sam.do(chromedp.Focus(chromedp.CSS(card + `[data-testid="move-qualified"]`)))
+	sam.do(chromedp.KeyEvent("\r"))
+	sam.waitText(`[data-testid="flash"]`, "Moved Fox Mulder to Qualified")
+	if got := d.status(fox); got != "qualified" {
+		t.Fatalf("after the keyboard move the lead is %q", got)
+	}
+}
