@@ -58,7 +58,7 @@ func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 
 // flash is the notice carried across a redirect, with an optional Undo form.
 type flash struct {
-	Msg  string         `json:"m"`
+	Msg  string        `json:"m"`
 	Undo *layouts.Undo `json:"u,omitempty"`
 }
 

@@ -150,7 +150,7 @@ func TestBrowserBoardMoves(t *testing.T) {
 	t.Log("keyboard: Move to… → Qualified")
 	fox := d.leads["Fox Mulder"]
 	card := `[data-lead-id="` + fox + `"] `
-	sam.do(chromedp.Focus(chromedp.CSS(card+`[data-testid="move"] summary`)))
+	sam.do(chromedp.Focus(chromedp.CSS(card + `[data-testid="move"] summary`)))
 	sam.do(chromedp.KeyEvent("\r"))
 	sam.do(chromedp.Focus(chromedp.CSS(card + `[data-testid="move-qualified"]`)))
 	sam.do(chromedp.KeyEvent("\r"))
