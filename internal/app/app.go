@@ -33,8 +33,8 @@ type App struct {
 	Log   *slog.Logger
 	DB    *sqlx.DB
 	Box   *secretbox.Box
-	Redis asynq.RedisClientOpt
-	RDB   *redis.Client
+	Redis asynq.RedisConnOpt   // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
+	RDB   redis.UniversalClient // made from Redis: follows a failover as Asynq does
 	Queue *asynq.Client
 	// QueueRedis is the Queue's Redis client (enqueues share pipelines).
 	QueueRedis *jobs.PipelinedClient
@@ -81,10 +81,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		a.Close()
 		return nil, err
 	}
-	a.Redis = asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB,
-		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}
-	a.RDB = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB,
-		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	a.Redis = jobs.RedisConnOpt(cfg.Redis)
+	a.RDB = jobs.NewRedisClient(a.Redis)
+	log.Debug("redis", "target", cfg.Redis.String())
 	// Enqueues share pipelines (one round trip for tasks enqueued at the
 	// same moment); the Asynq client uses the connection pool of a.RDB.
 	a.QueueRedis = jobs.NewPipelinedClient(a.RDB, 1)

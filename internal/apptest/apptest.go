@@ -17,11 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
 	"leadpipe/internal/dbtest"
+	"leadpipe/internal/jobs"
 	"leadpipe/internal/tenants"
 )
 
@@ -98,7 +97,7 @@ func New(t testing.TB, prefix string, o Options) *Env {
 	t.Helper()
 	_, dsn := dbtest.New(t, prefix)
 	cfg := Config(t, dsn, o)
-	flushRedis(t, cfg.RedisAddr, cfg.RedisDB)
+	flushRedis(t, cfg)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.Open(ctx, cfg, log)
@@ -130,11 +129,11 @@ func New(t testing.TB, prefix string, o Options) *Env {
 	return e
 }
 
-func flushRedis(t testing.TB, addr string, dbn int) {
-	c := redis.NewClient(&redis.Options{Addr: addr, DB: dbn})
+func flushRedis(t testing.TB, cfg *config.Config) {
+	c := jobs.NewRedisClient(jobs.RedisConnOpt(cfg.Redis))
 	defer c.Close()
-	if err := c.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatalf("apptest: Redis at %s: %v (is redis-server running?)", addr, err)
+	if err := jobs.FlushAll(context.Background(), c); err != nil {
+		t.Fatalf("apptest: Redis at %s: %v (is redis-server running?)", cfg.Redis, err)
 	}
 }
 

@@ -28,6 +28,8 @@ type Config struct {
 	RedisAddr           string
 	RedisPassword       string
 	RedisDB             int
+	RedisURL            string      // LEADPIPE_REDIS_URL as given (may hold a password)
+	Redis               RedisTarget // how to reach Redis: from LEADPIPE_REDIS_URL, else _ADDR/_PASSWORD/_DB
 	BaseURL             string
 	AdminToken          string // empty: admin API off
 	SecretKey           []byte // 32 bytes
@@ -86,6 +88,18 @@ var Vars = []Var{
 			return fmt.Errorf("want an integer 0-15")
 		}
 		c.RedisDB = n
+		return nil
+	}},
+	{Name: "LEADPIPE_REDIS_URL", Default: "", Help: "overrides LEADPIPE_REDIS_ADDR/_PASSWORD/_DB: redis://[:pw@]host:port/db, rediss://… (TLS), redis-sentinel://[:pw@]h1:p1,h2:p2/db?master=NAME, redis-cluster://[:pw@]h1:p1,h2:p2,…", Secret: true, parse: func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		t, err := ParseRedisURL(v)
+		if err != nil {
+			return err
+		}
+		c.RedisURL = v
+		c.Redis = t
 		return nil
 	}},
 	{Name: "LEADPIPE_BASE_URL", Default: "http://localhost:8080", Help: "public URL, used in shown webhook URLs", parse: func(c *Config, v string) error {
@@ -189,6 +203,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration:\n  %w", errors.Join(errs...))
+	}
+	if c.RedisURL == "" {
+		c.Redis = RedisTarget{Mode: RedisSingle, Addrs: []string{c.RedisAddr}, Password: c.RedisPassword, DB: c.RedisDB}
+	} else if c.Redis.Mode == RedisSingle {
+		// Keep the single-server fields truthful for code that logs them.
+		c.RedisAddr, c.RedisPassword, c.RedisDB = c.Redis.Addrs[0], c.Redis.Password, c.Redis.DB
 	}
 	return c, nil
 }

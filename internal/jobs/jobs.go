@@ -89,7 +89,7 @@ func (a slogAdapter) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 func (a slogAdapter) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 
 // NewServer returns the Asynq server for Leadpipe's queues.
-func NewServer(opt asynq.RedisClientOpt, log *slog.Logger, concurrency int) *asynq.Server {
+func NewServer(opt asynq.RedisConnOpt, log *slog.Logger, concurrency int) *asynq.Server {
 	if concurrency <= 0 {
 		concurrency = 16
 	}
