@@ -33,7 +33,7 @@ type App struct {
 	Log   *slog.Logger
 	DB    *sqlx.DB
 	Box   *secretbox.Box
-	Redis asynq.RedisConnOpt   // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
+	Redis asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
 	RDB   redis.UniversalClient // made from Redis: follows a failover as Asynq does
 	Queue *asynq.Client
 	// QueueRedis is the Queue's Redis client (enqueues share pipelines).
