@@ -25,6 +25,7 @@ import (
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/deliveries"
 )
 
 // App holds every long-lived dependency.
@@ -93,7 +94,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 
 	a.Tenants = tenants.NewService(a.DB)
 	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)
-	a.Web = &web.Server{Log: log, Cfg: cfg, DB: a.DB, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready}
+	a.Web = &web.Server{Log: log, Cfg: cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
+		Deliveries: deliveries.NewStore(a.DB)}
 	if err := a.wire(ctx); err != nil {
 		a.Close()
 		return nil, err

@@ -14,16 +14,15 @@ import (
 // wireLeads builds the leads service and the Idempotency-Key middleware
 // of the leads API, and schedules the hourly purge of expired keys.
 func (a *App) wireLeads(ctx context.Context) error {
-	a.Web.Leads = leads.NewService(a.DB)
+	a.Web.Leads = leads.NewService(a.DB, a.Web.Deliveries)
 	store := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
-	log := a.Log.With("component", "idempotency")
+	store.Log = a.Log.With("component", "idempotency")
 	a.Web.Idem = &idempotency.Middleware{
 		Store:  store,
 		Tenant: web.Tenant,
 		WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
 			web.WriteError(w, r, a.Log, err)
 		},
-		Log:     log,
 		MaxBody: web.MaxAPIBody,
 	}
 	a.Jobs.Handle(idempotency.TypePurge, store.HandlePurge)

@@ -21,17 +21,21 @@ import (
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
+	"leadpipe/internal/webhooks/deliveries"
 )
 
-// rig is a server whose only route runs the handler under test behind the
-// real middleware and store, on the real database.
+// rig is a server whose only route creates a lead through the real
+// leads service, behind the real middleware and store, on the real
+// database. A test's hook runs inside the write's transaction, after the
+// lead is written and before the key completes: where a crash, a failure
+// or a stall hurts most.
 type rig struct {
-	t       *testing.T
-	e       *apptest.Env
-	store   *idempotency.Store
-	url     string
-	tenant  string
-	handler atomic.Pointer[idempotency.HandlerFunc]
+	t      *testing.T
+	e      *apptest.Env
+	store  *idempotency.Store
+	url    string
+	tenant string
+	hook   atomic.Pointer[func(l leads.Lead) error]
 }
 
 func newRig(t *testing.T) *rig {
@@ -42,34 +46,44 @@ func newRig(t *testing.T) *rig {
 		Store:      r.store,
 		Tenant:     func(req *http.Request) string { return req.Header.Get("X-Tenant") },
 		WriteError: func(w http.ResponseWriter, req *http.Request, err error) { web.WriteError(w, req, log, err) },
-		Log:        log,
 	}
-	h := m.Wrap(func(ctx context.Context, tx *sqlx.Tx, req *http.Request, body []byte) (int, http.Header, []byte, error) {
-		return (*r.handler.Load())(ctx, tx, req, body)
+	svc := leads.NewService(e.App.DB, deliveries.NewStore(e.App.DB))
+	h := m.Wrap(func(ctx context.Context, req *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
+		in, err := leads.ParseCreate(body)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		respond := func(l leads.Lead) (idempotency.Response, error) {
+			if hook := r.hook.Load(); hook != nil {
+				if err := (*hook)(l); err != nil {
+					return idempotency.Response{}, err
+				}
+			}
+			h := http.Header{}
+			h.Set("Location", "/api/v1/leads/"+l.ID)
+			h.Set("Content-Type", "application/json")
+			return idempotency.Response{Status: 201, Header: h, Body: []byte(`{"id":"` + l.ID + `"}`)}, nil
+		}
+		l, err := svc.Create(ctx, req.Header.Get("X-Tenant"), tenants.Principal{Name: "test"}, in,
+			idempotency.Once[leads.Lead]{Key: key, Respond: respond})
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return respond(l)
 	})
 	srv := httptest.NewServer(web.RequestLog(log)(h)) // RequestLog turns a panic into a 500
 	t.Cleanup(srv.Close)
 	r.url = srv.URL
-	r.use(r.createLead)
 	return r
 }
 
-func (r *rig) use(h idempotency.HandlerFunc) { r.handler.Store(&h) }
-
-// createLead is the business write: a manual lead in the key's transaction.
-func (r *rig) createLead(ctx context.Context, tx *sqlx.Tx, req *http.Request, body []byte) (int, http.Header, []byte, error) {
-	in, err := leads.ParseCreate(body)
-	if err != nil {
-		return 0, nil, nil, err
+// use sets the hook run inside the write's transaction (nil: none).
+func (r *rig) use(hook func(l leads.Lead) error) {
+	if hook == nil {
+		r.hook.Store(nil)
+		return
 	}
-	l, err := leads.NewService(r.e.App.DB).Create(ctx, tx, req.Header.Get("X-Tenant"), tenants.Principal{Name: "test"}, in)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	h := http.Header{}
-	h.Set("Location", "/api/v1/leads/"+l.ID)
-	h.Set("Content-Type", "application/json")
-	return 201, h, []byte(`{"id":"` + l.ID + `"}`), nil
+	r.hook.Store(&hook)
 }
 
 type resp struct {
@@ -110,10 +124,7 @@ func TestCrashAfterClaimIsReclaimedAfterLockDeadline(t *testing.T) {
 	r := newRig(t)
 	r.store.SetLockTimeout(700 * time.Millisecond)
 	// The handler writes the lead, then the process "crashes" before commit.
-	r.use(func(ctx context.Context, tx *sqlx.Tx, req *http.Request, b []byte) (int, http.Header, []byte, error) {
-		if _, _, _, err := r.createLead(ctx, tx, req, b); err != nil {
-			return 0, nil, nil, err
-		}
+	r.use(func(leads.Lead) error {
 		panic("simulated crash between the business write and commit")
 	})
 	if got := r.post(r.tenant, "crash-1", body); got.status != 500 {
@@ -122,7 +133,7 @@ func TestCrashAfterClaimIsReclaimedAfterLockDeadline(t *testing.T) {
 	if n := r.leads(r.tenant); n != 0 {
 		t.Fatalf("the crashed request left %d leads", n)
 	}
-	r.use(r.createLead)
+	r.use(nil)
 	// Before the lock deadline the claim is still held: 409 with Retry-After.
 	got := r.post(r.tenant, "crash-1", body)
 	if got.status != 409 || got.header.Get("Retry-After") == "" {
@@ -147,16 +158,14 @@ func TestOutcomes(t *testing.T) {
 	r := newRig(t)
 
 	t.Run("5xx is not stored: the client may retry", func(t *testing.T) {
-		r.use(func(ctx context.Context, tx *sqlx.Tx, req *http.Request, b []byte) (int, http.Header, []byte, error) {
-			if _, _, _, err := r.createLead(ctx, tx, req, b); err != nil {
-				return 0, nil, nil, err
-			}
-			return 0, nil, nil, apperr.New(apperr.Unavailable, "downstream is down")
-		})
+		r.use(func(leads.Lead) error { return apperr.New(apperr.Unavailable, "downstream is down") })
 		if got := r.post(r.tenant, "k-5xx", body); got.status != 503 {
 			t.Fatalf("%d %s", got.status, got.body)
 		}
-		r.use(r.createLead)
+		if n := r.leads(r.tenant); n != 0 {
+			t.Fatalf("the failed request left %d leads", n)
+		}
+		r.use(nil)
 		if got := r.post(r.tenant, "k-5xx", body); got.status != 201 || got.header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("retry after a 5xx: %d %s", got.status, got.body)
 		}
@@ -229,12 +238,11 @@ func TestSlowOriginalLosesToRetry(t *testing.T) {
 	r.store.SetLockTimeout(300 * time.Millisecond)
 	release := make(chan struct{})
 	var calls atomic.Int32
-	r.use(func(ctx context.Context, tx *sqlx.Tx, req *http.Request, b []byte) (int, http.Header, []byte, error) {
-		st, h, out, err := r.createLead(ctx, tx, req, b)
+	r.use(func(leads.Lead) error {
 		if calls.Add(1) == 1 {
 			<-release // the original stalls after its write
 		}
-		return st, h, out, err
+		return nil
 	})
 	var wg sync.WaitGroup
 	var slow resp

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,7 @@ var ErrClaimLost = errors.New("idempotency: claim taken over by a retry")
 // Settings are atomics so tests can change them while the server runs.
 type Store struct {
 	DB    *sqlx.DB
+	Log   *slog.Logger // claims that could not be released (nil: silent)
 	ttl   atomic.Int64
 	lock  atomic.Int64
 	clock atomic.Pointer[func() time.Time]

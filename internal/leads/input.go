@@ -253,3 +253,16 @@ func ParseNote(body []byte) (string, error) {
 	}
 	return text, nil
 }
+
+// Clip cuts s to at most n runes (columns are sized; strict mode would
+// reject longer values and lose the whole delivery).
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

@@ -92,34 +92,6 @@ func (f *Filter) normalize() (before string, err error) {
 	return before, nil
 }
 
-// where renders the filter conditions (without q and the cursor).
-func (f Filter) where(tenantID string) (string, []any) {
-	var b strings.Builder
-	args := []any{tenantID}
-	b.WriteString("tenant_id = ?")
-	if f.Status != "" {
-		b.WriteString(" AND status = ?")
-		args = append(args, f.Status)
-	}
-	switch f.SourceID {
-	case "":
-	case SourceManual:
-		b.WriteString(" AND source_id = ''")
-	default:
-		b.WriteString(" AND source_id = ?")
-		args = append(args, f.SourceID)
-	}
-	switch f.OwnerID {
-	case "":
-	case OwnerNone:
-		b.WriteString(" AND owner_id IS NULL")
-	default:
-		b.WriteString(" AND owner_id = ?")
-		args = append(args, f.OwnerID)
-	}
-	return b.String(), args
-}
-
 // List returns one page of the tenant's leads, newest first.
 func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, error) {
 	before, err := f.normalize()
@@ -129,15 +101,9 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, er
 	n := f.Limit + 1 // one more tells whether there is a next page
 	var items []Lead
 	if f.Q == "" {
-		cond, args := f.where(tenantID)
-		if before != "" {
-			cond += " AND id < ?"
-			args = append(args, before)
-		}
-		args = append(args, n)
-		err = s.DB.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+		items, err = listPage(ctx, s.DB, tenantID, f, before, n)
 	} else {
-		items, err = s.search(ctx, tenantID, f, before, n)
+		items, err = search(ctx, s.DB, tenantID, f, before, n, searchBudgets{index: s.IndexBudget, scan: s.ScanBudget})
 	}
 	if err != nil {
 		return Page{}, err

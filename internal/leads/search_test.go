@@ -8,6 +8,7 @@ import (
 
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/webhooks/deliveries"
 )
 
 // Every search path (index ranges, window scan, window then indexes) must
@@ -57,7 +58,7 @@ func TestSearchPathsAgreeWithBruteForce(t *testing.T) {
 		"indexes":        {DB: d, IndexBudget: 1 << 30, ScanBudget: 1 << 30},
 		"window":         {DB: d, IndexBudget: 1, ScanBudget: 1 << 30},
 		"window+indexes": {DB: d, IndexBudget: 1, ScanBudget: 37},
-		"default":        leads.NewService(d),
+		"default":        leads.NewService(d, deliveries.NewStore(d)),
 	}
 	var filters []leads.Filter
 	for _, q := range []string{"a", "ma", "smith", "garcia", "acme", "Acme G", "maria ", "gmail.com", "zoë", "ZOE", "100%", "100% real_", "_", "zzz", "james.smith1"} {

@@ -76,16 +76,9 @@ func Seed(ctx context.Context, d *sqlx.DB, tenantID string, o SeedOptions) (int,
 }
 
 func seedBatch(ctx context.Context, d *sqlx.DB, tenantID, sourceID string, rng *rand.Rand, start, k int) error {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-		last_seen_at, times_seen, status, owner_id, tags, version, created_at, updated_at) VALUES `)
-	args := make([]any, 0, k*17)
+	args := make([]any, 0, k*seedCols)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := 0; i < k; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 		id := db.NewID()
 		first := seedFirst[rng.IntN(len(seedFirst))]
 		last := seedLast[rng.IntN(len(seedLast))]
@@ -106,8 +99,7 @@ func seedBatch(ctx context.Context, d *sqlx.DB, tenantID, sourceID string, rng *
 		args = append(args, tenantID, id, sourceID, ref, string(payload), email, name, phone, company,
 			now, 1, seedStatus(rng), nil, "[]", 1, now, now)
 	}
-	_, err := d.ExecContext(ctx, b.String(), args...)
-	return err
+	return insertSeedRows(ctx, d, k, args)
 }
 
 // seedStatus follows a typical funnel: most leads are new or contacted.

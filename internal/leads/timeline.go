@@ -41,46 +41,16 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
 		return nil, err
 	}
-	var events []struct {
-		ID        string    `db:"id"`
-		Kind      string    `db:"kind"`
-		ActorID   *string   `db:"actor_id"`
-		ActorName string    `db:"actor_name"`
-		Detail    *string   `db:"detail"`
-		At        time.Time `db:"at"`
-	}
-	if err := s.DB.SelectContext(ctx, &events, `SELECT id, kind, actor_id, actor_name, detail, at
-		FROM lead_events WHERE tenant_id = ? AND lead_id = ? ORDER BY id DESC LIMIT ?`, tenantID, leadID, timelineCap); err != nil {
+	events, err := eventsOf(ctx, s.DB, tenantID, leadID, timelineCap)
+	if err != nil {
 		return nil, err
 	}
-	var deliveries []struct {
-		ID         string    `db:"id"`
-		SourceID   string    `db:"source_id"`
-		DeliveryID string    `db:"delivery_id"`
-		Origin     string    `db:"origin"`
-		ReceivedAt time.Time `db:"received_at"`
-		SourceName *string   `db:"source_name"`
-	}
-	if err := s.DB.SelectContext(ctx, &deliveries, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at,
-			s.name AS source_name
-		FROM deliveries d LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
-		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY d.received_at DESC LIMIT ?`, tenantID, leadID, timelineCap); err != nil {
+	deliveries, err := s.Deliveries.ForLead(ctx, tenantID, leadID, timelineCap)
+	if err != nil {
 		return nil, err
 	}
-	var dups []struct {
-		ID         string    `db:"id"`
-		SourceID   string    `db:"source_id"`
-		DeliveryID string    `db:"delivery_row_id"`
-		SenderID   string    `db:"delivery_id"`
-		ReceivedAt time.Time `db:"received_at"`
-		SourceName *string   `db:"source_name"`
-	}
-	if err := s.DB.SelectContext(ctx, &dups, `SELECT dd.id, dd.source_id, dd.delivery_row_id, d.delivery_id, dd.received_at,
-			s.name AS source_name
-		FROM deliveries d
-		JOIN delivery_duplicates dd ON dd.tenant_id = d.tenant_id AND dd.delivery_row_id = d.id
-		LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
-		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY dd.received_at DESC LIMIT ?`, tenantID, leadID, timelineCap); err != nil {
+	dups, err := s.Deliveries.DuplicatesForLead(ctx, tenantID, leadID, timelineCap)
+	if err != nil {
 		return nil, err
 	}
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
 )
 
@@ -35,49 +35,57 @@ func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }
 
 // jsonResponse renders v the way WriteJSON does, for handlers whose
 // response is stored (idempotency) before it is sent.
-func jsonResponse(status int, v any, header http.Header) (int, http.Header, []byte, error) {
+func jsonResponse(status int, v any, header http.Header) (idempotency.Response, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return 0, nil, nil, err
+		return idempotency.Response{}, err
 	}
 	if header == nil {
 		header = http.Header{}
 	}
 	header.Set("Content-Type", "application/json")
-	return status, header, append(b, '\n'), nil
+	return idempotency.Response{Status: status, Header: header, Body: append(b, '\n')}, nil
 }
 
-func (s *Server) apiCreateLead(ctx context.Context, tx *sqlx.Tx, r *http.Request, body []byte) (int, http.Header, []byte, error) {
-	in, err := leads.ParseCreate(body)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	p, _ := PrincipalFrom(ctx)
-	l, err := s.Leads.Create(ctx, tx, p.TenantID, p, in)
-	if err != nil {
-		return 0, nil, nil, err
-	}
+func leadCreated(l leads.Lead) (idempotency.Response, error) {
 	h := http.Header{}
 	h.Set("Location", "/api/v1/leads/"+l.ID)
 	h.Set("ETag", etag(l.Version))
 	return jsonResponse(http.StatusCreated, l, h)
 }
 
-func (s *Server) apiAddNote(ctx context.Context, tx *sqlx.Tx, r *http.Request, body []byte) (int, http.Header, []byte, error) {
+func noteCreated(n leads.Note) (idempotency.Response, error) {
+	return jsonResponse(http.StatusCreated, n, nil)
+}
+
+func (s *Server) apiCreateLead(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
+	in, err := leads.ParseCreate(body)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	p, _ := PrincipalFrom(ctx)
+	l, err := s.Leads.Create(ctx, p.TenantID, p, in, idempotency.Once[leads.Lead]{Key: key, Respond: leadCreated})
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return leadCreated(l)
+}
+
+func (s *Server) apiAddNote(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
 	leadID := chi.URLParam(r, "id")
 	if !db.ValidID(leadID) {
-		return 0, nil, nil, apperr.New(apperr.NotFound, "lead not found")
+		return idempotency.Response{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	text, err := leads.ParseNote(body)
 	if err != nil {
-		return 0, nil, nil, err
+		return idempotency.Response{}, err
 	}
 	p, _ := PrincipalFrom(ctx)
-	n, err := s.Leads.AddNote(ctx, tx, p.TenantID, leadID, p, text)
+	n, err := s.Leads.AddNote(ctx, p.TenantID, leadID, p, text, idempotency.Once[leads.Note]{Key: key, Respond: noteCreated})
 	if err != nil {
-		return 0, nil, nil, err
+		return idempotency.Response{}, err
 	}
-	return jsonResponse(http.StatusCreated, n, nil)
+	return noteCreated(n)
 }
 
 func (s *Server) apiGetLead(w http.ResponseWriter, r *http.Request) {

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/config"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
@@ -16,13 +14,13 @@ import (
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/deliveries"
 )
 
 // Server is the struct of dependencies every handler is a method on.
 type Server struct {
 	Log     *slog.Logger
 	Cfg     *config.Config
-	DB      *sqlx.DB
 	Tenants *tenants.Service
 	Sources *sources.Service
 
@@ -33,7 +31,9 @@ type Server struct {
 	// anchor:ingest
 	// anchor:leads
 	Leads *leads.Service          // leads API: list, search, edit, notes, timeline
-	Idem  *idempotency.Middleware // Idempotency-Key on the leads API's POSTs
+	Idem  *idempotency.Middleware // Idempotency-Key on the leads API's POSTs and the UI's create forms
+	// Deliveries lists what sources received (source pages).
+	Deliveries *deliveries.Store
 	// anchor:monitor
 	Monitor *monitor.Service // duplicate-rate statistics, alert rules and alerts
 	// anchor:reconcile

@@ -23,7 +23,6 @@ import (
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
-	"leadpipe/internal/web/uiq"
 )
 
 // BenchmarkInbox measures the UI's lead pages against a tenant with many
@@ -79,7 +78,7 @@ func BenchmarkInbox(b *testing.B) {
 	// exact GROUP BY count as the baseline.
 	b.Run("counts-capped", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := uiq.StatusCounts(context.Background(), bs.app.DB, bs.tenantID, leads.Statuses, 1000); err != nil {
+			if _, err := bs.app.Web.Leads.CappedCounts(context.Background(), bs.tenantID, leads.Statuses, 1000); err != nil {
 				b.Fatal(err)
 			}
 		}

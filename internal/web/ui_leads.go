@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
-	"leadpipe/internal/web/uiq"
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	leadviews "leadpipe/views/leads"
@@ -27,14 +26,6 @@ const (
 	countCap      = 1_000 // status counts above this read "1,000+" (bounded cost at any size)
 	timelineShown = 200
 )
-
-// leadSvc is the leads service the API uses (one made here when unwired).
-func (s *Server) leadSvc() *leads.Service {
-	if s.Leads != nil {
-		return s.Leads
-	}
-	return s.ui.leads
-}
 
 // directory is the tenant's users and sources by id, for names on pages.
 type directory struct {
@@ -87,7 +78,7 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 // counts returns "All" and every status, each capped at countCap. "All"
 // is the sum, capped when any part is.
 func (s *Server) counts(ctx context.Context, tenantID string) ([]leadviews.StatusCount, error) {
-	cs, err := uiq.StatusCounts(ctx, s.DB, tenantID, leads.Statuses, countCap)
+	cs, err := s.Leads.CappedCounts(ctx, tenantID, leads.Statuses, countCap)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +108,7 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	if filter.OwnerID == "me" {
 		filter.OwnerID = sess.User.ID
 	}
-	page, err := s.leadSvc().List(ctx, sess.Tenant.ID, filter)
+	page, err := s.Leads.List(ctx, sess.Tenant.ID, filter)
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Code == apperr.Invalid {
 		// Drop what was not understood (a stale bookmark), say so, list the rest.
@@ -138,7 +129,7 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		v.Problem = "Ignored: " + strings.Join(bad, ", ") + ". Showing the leads for the remaining filters."
-		page, err = s.leadSvc().List(ctx, sess.Tenant.ID, filter)
+		page, err = s.Leads.List(ctx, sess.Tenant.ID, filter)
 	}
 	if err != nil {
 		s.uiError(w, r, err)
@@ -179,7 +170,7 @@ func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	board, err := s.leadSvc().ListBoard(ctx, sess.Tenant.ID, boardPerCol)
+	board, err := s.Leads.ListBoard(ctx, sess.Tenant.ID, boardPerCol)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -216,12 +207,12 @@ func (s *Server) uiLead(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, id string, o leadPageOpts) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	l, err := s.leadSvc().Get(ctx, sess.Tenant.ID, id)
+	l, err := s.Leads.Get(ctx, sess.Tenant.ID, id)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	tl, err := s.leadSvc().Timeline(ctx, sess.Tenant.ID, id)
+	tl, err := s.Leads.Timeline(ctx, sess.Tenant.ID, id)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -413,7 +404,7 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 		return leads.Lead{}, false
 	}
 	p, _ := PrincipalFrom(ctx)
-	l, err := s.leadSvc().Patch(ctx, sess.Tenant.ID, id, p, version, in)
+	l, err := s.Leads.Patch(ctx, sess.Tenant.ID, id, p, version, in)
 	switch {
 	case err == nil:
 		return l, true
@@ -450,7 +441,7 @@ func (s *Server) uiLeadNote(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
-	if _, err := s.leadSvc().Get(ctx, sess.Tenant.ID, id); err != nil {
+	if _, err := s.Leads.Get(ctx, sess.Tenant.ID, id); err != nil {
 		s.uiError(w, r, err) // another tenant's lead is a 404 before anything else
 		return
 	}
@@ -467,11 +458,11 @@ func (s *Server) uiLeadNote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := PrincipalFrom(ctx)
-	loc, err := s.uiOnceTx(ctx, sess.Tenant.ID, form.Key, "note:"+id, func(tx *sqlx.Tx) (string, error) {
-		if _, err := s.leadSvc().AddNote(ctx, tx, sess.Tenant.ID, id, p, body); err != nil {
-			return "", err
-		}
-		return "/leads/" + id + "#timeline", nil
+	loc, err := s.uiOnce(ctx, sess.Tenant.ID, form.Key, "note:"+id, func(k *idempotency.Key) (string, error) {
+		loc := "/leads/" + id + "#timeline"
+		_, err := s.Leads.AddNote(ctx, sess.Tenant.ID, id, p, body, idempotency.Once[leads.Note]{Key: k,
+			Respond: func(leads.Note) (idempotency.Response, error) { return idempotency.SeeOther(loc), nil }})
+		return loc, err
 	})
 	if err != nil {
 		if apperr.Is(err, apperr.Invalid) {
@@ -509,8 +500,9 @@ func (s *Server) uiCreateLead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := PrincipalFrom(ctx)
-	loc, err := s.uiOnceTx(ctx, sess.Tenant.ID, f.Key, "lead", func(tx *sqlx.Tx) (string, error) {
-		l, err := s.leadSvc().Create(ctx, tx, sess.Tenant.ID, p, in)
+	loc, err := s.uiOnce(ctx, sess.Tenant.ID, f.Key, "lead", func(k *idempotency.Key) (string, error) {
+		l, err := s.Leads.Create(ctx, sess.Tenant.ID, p, in, idempotency.Once[leads.Lead]{Key: k,
+			Respond: func(l leads.Lead) (idempotency.Response, error) { return idempotency.SeeOther("/leads/" + l.ID), nil }})
 		return "/leads/" + l.ID, err
 	})
 	if err != nil {

@@ -4,14 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
 )
 
@@ -35,79 +31,33 @@ func validFormKey(k string) bool {
 // finish before giving up with a "still saving" page.
 const inProgressWait = 5 * time.Second
 
-// uiOnceTx runs create at most once per form key, in a transaction with the
-// key's completion (the Idempotency-Key store of the API, keys prefixed
-// "ui:"). It returns where to go next: a repeated submit of the same
-// rendered form (a double click) gets the first submit's location.
-func (s *Server) uiOnceTx(ctx context.Context, tenantID, key, form string, create func(tx *sqlx.Tx) (string, error)) (string, error) {
-	return s.uiOnceWith(ctx, tenantID, key, form, func(complete func(db.Ext, string) error) (string, error) {
-		var loc string
-		err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-			var err error
-			if loc, err = create(tx); err != nil {
-				return err
-			}
-			return complete(tx, loc)
-		})
-		return loc, err
-	})
-}
-
-// uiOnce is uiOnceTx for services that run their own transaction: the key
-// completes right after the record commits.
-func (s *Server) uiOnce(ctx context.Context, tenantID, key, form string, create func() (string, error)) (string, error) {
-	return s.uiOnceWith(ctx, tenantID, key, form, func(complete func(db.Ext, string) error) (string, error) {
-		loc, err := create()
-		if err != nil {
-			return "", err
-		}
-		return loc, complete(s.DB, loc)
-	})
-}
-
-func (s *Server) uiOnceWith(ctx context.Context, tenantID, key, form string, run func(complete func(db.Ext, string) error) (string, error)) (string, error) {
-	if s.Idem == nil || s.Idem.Store == nil {
-		return run(func(db.Ext, string) error { return nil })
-	}
+// uiOnce runs create at most once per form key (the Idempotency-Key store
+// of the API, keys prefixed "ui:"). It returns where to go next: a
+// repeated submit of the same rendered form (a double click) gets the
+// first submit's location. A service whose write runs in one transaction
+// takes k and completes it there (idempotency.Once); for the others the
+// key completes right after create returns.
+func (s *Server) uiOnce(ctx context.Context, tenantID, key, form string, create func(k *idempotency.Key) (string, error)) (string, error) {
 	if !validFormKey(key) {
 		return "", apperr.New(apperr.BadRequest, "the form is out of date: reload the page and try again")
 	}
-	store := s.Idem.Store
-	k := "ui:" + form + ":" + key
-	fp := idempotency.Fingerprint(http.MethodPost, "ui:"+form, []byte(key))
-	deadline := time.Now().Add(inProgressWait)
-	for {
-		res, err := store.Begin(ctx, tenantID, k, fp)
+	req := idempotency.Request{TenantID: tenantID, Key: "ui:" + form + ":" + key,
+		Fingerprint: idempotency.Fingerprint(http.MethodPost, "ui:"+form, []byte(key)), Wait: inProgressWait}
+	out, err := s.Idem.Store.Do(ctx, req, func(k *idempotency.Key) (idempotency.Response, error) {
+		loc, err := create(k)
 		if err != nil {
-			return "", err
+			return idempotency.Response{}, err // nothing was kept: the same form may be sent again
 		}
-		switch res.Decision {
-		case idempotency.Replay:
-			return res.Stored.Header.Get("Location"), nil
-		case idempotency.Mismatch:
-			return "", apperr.New(apperr.BadRequest, "the form is out of date: reload the page and try again")
-		case idempotency.InProgress:
-			if time.Now().After(deadline) {
-				return "", apperr.New(apperr.Conflict, "this form is still being saved: reload the page in a moment")
-			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		claim := res.Claim
-		loc, err := run(func(x db.Ext, loc string) error {
-			return store.Complete(ctx, x, claim, idempotency.Response{Status: http.StatusSeeOther, Header: http.Header{"Location": {loc}}})
-		})
-		if err != nil {
-			// Nothing was kept: the same form may be sent again.
-			if rerr := store.Release(context.WithoutCancel(ctx), claim); rerr != nil && !errors.Is(rerr, context.Canceled) {
-				s.Log.WarnContext(ctx, "release form key", "err", rerr)
-			}
-			return "", err
-		}
-		return loc, nil
+		return idempotency.SeeOther(loc), nil
+	})
+	if err != nil {
+		return "", err
 	}
+	switch out.Decision {
+	case idempotency.Mismatch:
+		return "", apperr.New(apperr.BadRequest, "the form is out of date: reload the page and try again")
+	case idempotency.InProgress:
+		return "", apperr.New(apperr.Conflict, "this form is still being saved: reload the page in a moment")
+	}
+	return out.Response.Header.Get("Location"), nil
 }

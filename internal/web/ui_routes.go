@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"leadpipe/internal/leads"
 	"leadpipe/views/assets"
 )
 
@@ -16,7 +15,6 @@ type uiState struct {
 	logins   *LoginLimiter // failed logins per IP + email
 	loginsIP *LoginLimiter // failed logins per IP, any email (password spraying)
 	csrf     *http.CrossOriginProtection
-	leads    *leads.Service
 }
 
 func (s *Server) newUIState() *uiState {
@@ -24,7 +22,6 @@ func (s *Server) newUIState() *uiState {
 		logins:   NewLoginLimiter(10, 5*time.Minute),
 		loginsIP: NewLoginLimiter(100, 5*time.Minute),
 		csrf:     http.NewCrossOriginProtection(),
-		leads:    leads.NewService(s.DB),
 	}
 	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
 	return u

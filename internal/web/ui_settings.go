@@ -10,6 +10,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/tenants"
 	"leadpipe/views/settings"
 )
@@ -49,7 +50,7 @@ func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 	in := tenants.CreateUserInput{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),
 		Password: r.PostFormValue("password"), Role: r.PostFormValue("role")}
 	form := settings.UserForm{Name: in.Name, Email: in.Email, Role: in.Role, Key: r.PostFormValue("key")}
-	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func() (string, error) {
+	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func(*idempotency.Key) (string, error) {
 		u, err := s.Tenants.CreateUser(r.Context(), sess.Tenant.ID, in)
 		if err != nil {
 			return "", err
@@ -191,7 +192,7 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	var secret string
-	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func() (string, error) {
+	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(*idempotency.Key) (string, error) {
 		by := sess.User.ID
 		_, plain, err := s.Tenants.CreateToken(r.Context(), sess.Tenant.ID, name, &by)
 		secret = plain

@@ -12,8 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/web/uiq"
 	srcviews "leadpipe/views/sources"
 )
 
@@ -23,7 +23,7 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 	if err != nil {
 		return srcviews.ListView{}, err
 	}
-	last, err := uiq.LastDeliveries(r.Context(), s.DB, sess.Tenant.ID)
+	last, err := s.Deliveries.LastBySource(r.Context(), sess.Tenant.ID)
 	if err != nil {
 		return srcviews.ListView{}, err
 	}
@@ -68,7 +68,7 @@ func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
 		in.Config = json.RawMessage(f.Config)
 	}
 	var secret string
-	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, f.Key, "sources", func() (string, error) {
+	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, f.Key, "sources", func(*idempotency.Key) (string, error) {
 		src, sec, err := s.Sources.Create(r.Context(), sess.Tenant.ID, in)
 		secret = sec
 		return "/sources/" + src.ID, err
@@ -175,12 +175,12 @@ func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int
 		s.uiError(w, r, err)
 		return
 	}
-	ds, err := uiq.RecentDeliveries(ctx, s.DB, sess.Tenant.ID, id, 50)
+	ds, err := s.Deliveries.Recent(ctx, sess.Tenant.ID, id, 50)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	dls, err := uiq.DeadLetters(ctx, s.DB, sess.Tenant.ID, id, 20)
+	dls, err := s.Deliveries.DeadLetters(ctx, sess.Tenant.ID, id, 20)
 	if err != nil {
 		s.uiError(w, r, err)
 		return

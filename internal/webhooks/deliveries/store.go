@@ -1,0 +1,146 @@
+// Package deliveries is the webhooks area's read side of its tables:
+// deliveries, their duplicate arrivals and dead letters, as the source
+// pages and a lead's timeline show them. Every method is scoped by tenant
+// and none changes data (the ingest path in package webhooks writes).
+//
+// It is a package of its own, not part of package webhooks, because the
+// web layer and the leads timeline read through it and package webhooks
+// imports both.
+package deliveries
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Store reads deliveries, duplicates and dead letters.
+type Store struct {
+	DB *sqlx.DB
+}
+
+// NewStore returns a store on d.
+func NewStore(d *sqlx.DB) *Store { return &Store{DB: d} }
+
+// Delivery is one stored delivery with how often it arrived again.
+type Delivery struct {
+	ID              string     `db:"id"`
+	DeliveryID      string     `db:"delivery_id"`
+	Origin          string     `db:"origin"`
+	ReceivedAt      time.Time  `db:"received_at"`
+	ProcessedAt     *time.Time `db:"processed_at"`
+	LeadID          *string    `db:"lead_id"`
+	Attempts        int        `db:"attempts"`
+	LastError       *string    `db:"last_error"`
+	Size            int        `db:"size"`
+	Duplicates      int        `db:"duplicates"`
+	LastDuplicateAt *time.Time `db:"last_duplicate_at"`
+}
+
+// Recent lists a source's newest deliveries with their duplicate arrivals
+// (index ix_deliveries_source_time, then ix_dups_delivery).
+func (s *Store) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
+			d.attempts, d.last_error, LENGTH(d.payload) AS size,
+			(SELECT COUNT(*) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS duplicates,
+			(SELECT MAX(x.received_at) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS last_duplicate_at
+		FROM deliveries d
+		WHERE d.tenant_id = ? AND d.source_id = ?
+		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, limit)
+	return out, err
+}
+
+// LastBySource returns when each of the tenant's sources last received a
+// delivery; MAX per group prefix is a loose index scan of
+// ix_deliveries_source_time, one index dive per source.
+func (s *Store) LastBySource(ctx context.Context, tenantID string) (map[string]time.Time, error) {
+	var rows []struct {
+		SourceID string    `db:"source_id"`
+		Last     time.Time `db:"last"`
+	}
+	err := s.DB.SelectContext(ctx, &rows, `SELECT source_id, MAX(received_at) AS last FROM deliveries
+		WHERE tenant_id = ? GROUP BY tenant_id, source_id`, tenantID)
+	out := make(map[string]time.Time, len(rows))
+	for _, r := range rows {
+		out[r.SourceID] = r.Last
+	}
+	return out, err
+}
+
+// DeadLetter is a signed request that could not be used, with (the start
+// of) its raw body.
+type DeadLetter struct {
+	ID         string    `db:"id"`
+	Reason     string    `db:"reason"`
+	Headers    []byte    `db:"headers"`
+	Body       []byte    `db:"body"`
+	Size       int       `db:"size"`
+	ReceivedAt time.Time `db:"received_at"`
+}
+
+// MaxDeadLetterBody is how much of a dead letter's body a page shows.
+const MaxDeadLetterBody = 64 << 10
+
+// DeadLetters lists a source's newest dead letters.
+func (s *Store) DeadLetters(ctx context.Context, tenantID, sourceID string, limit int) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := s.DB.SelectContext(ctx, &out, `SELECT id, reason, IFNULL(headers, '{}') AS headers,
+			SUBSTRING(body, 1, ?) AS body, LENGTH(body) AS size, received_at
+		FROM dead_letters WHERE tenant_id = ? AND source_id = ?
+		ORDER BY received_at DESC, id DESC LIMIT ?`, MaxDeadLetterBody, tenantID, sourceID, limit)
+	return out, err
+}
+
+// DeadLetterCount counts a source's dead letters since a time.
+func (s *Store) DeadLetterCount(ctx context.Context, tenantID, sourceID string, since time.Time) (int, error) {
+	var n int
+	err := s.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND received_at >= ?`,
+		tenantID, sourceID, since)
+	return n, err
+}
+
+// LeadDelivery is a delivery that reached a lead, with its source's name
+// (nil when the source is gone).
+type LeadDelivery struct {
+	ID         string    `db:"id"`
+	SourceID   string    `db:"source_id"`
+	DeliveryID string    `db:"delivery_id"`
+	Origin     string    `db:"origin"`
+	ReceivedAt time.Time `db:"received_at"`
+	SourceName *string   `db:"source_name"`
+}
+
+// ForLead lists the newest deliveries that upserted a lead. The source's
+// name is joined here (one query) rather than looked up per row.
+func (s *Store) ForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDelivery, error) {
+	var out []LeadDelivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at,
+			s.name AS source_name
+		FROM deliveries d LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
+		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY d.received_at DESC LIMIT ?`, tenantID, leadID, limit)
+	return out, err
+}
+
+// LeadDuplicate is a re-delivery of one of a lead's deliveries.
+type LeadDuplicate struct {
+	ID         string    `db:"id"`
+	SourceID   string    `db:"source_id"`
+	DeliveryID string    `db:"delivery_row_id"` // Leadpipe's id of the original delivery
+	SenderID   string    `db:"delivery_id"`     // the sender's delivery id
+	ReceivedAt time.Time `db:"received_at"`
+	SourceName *string   `db:"source_name"`
+}
+
+// DuplicatesForLead lists the newest re-deliveries of a lead's deliveries.
+func (s *Store) DuplicatesForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDuplicate, error) {
+	var out []LeadDuplicate
+	err := s.DB.SelectContext(ctx, &out, `SELECT dd.id, dd.source_id, dd.delivery_row_id, d.delivery_id, dd.received_at,
+			s.name AS source_name
+		FROM deliveries d
+		JOIN delivery_duplicates dd ON dd.tenant_id = d.tenant_id AND dd.delivery_row_id = d.id
+		LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
+		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY dd.received_at DESC LIMIT ?`, tenantID, leadID, limit)
+	return out, err
+}
