@@ -182,6 +182,20 @@
     if (undo) undo.focus();
   });
 
+  // Phones: the inbox filters start folded behind "Filters (n)".
+  // Wider again (a rotated phone), they open: there is no button there.
+  var phone = window.matchMedia ? window.matchMedia("(max-width: 640px)") : null;
+  function setFilters(root, open) {
+    var ds = (root || document).querySelectorAll("details[data-fold-filters]");
+    for (var i = 0; i < ds.length; i++) ds[i].open = open;
+  }
+  function foldFilters(root) {
+    if (phone && phone.matches) setFilters(root, false);
+  }
+  if (phone && phone.addEventListener) {
+    phone.addEventListener("change", function (e) { setFilters(document, !e.matches); });
+  }
+
   function enhance(root) {
     updateTimes(root);
     revealCopyButtons(root);
@@ -191,10 +205,11 @@
   // htmx fires htmx:load for every piece of swapped-in content.
   document.addEventListener("htmx:load", function (ev) { enhance(ev.target); });
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { enhance(document); revealActiveNav(); });
+    document.addEventListener("DOMContentLoaded", function () { enhance(document); revealActiveNav(); foldFilters(document); });
   } else {
     enhance(document);
     revealActiveNav();
+    foldFilters(document);
   }
   setInterval(function () { updateTimes(document); }, 30e3);
 })();

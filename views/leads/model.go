@@ -91,6 +91,20 @@ type Filters struct {
 // Active reports whether any filter narrows the list.
 func (f Filters) Active() bool { return f.Status != "" || f.Source != "" || f.Owner != "" || f.Q != "" }
 
+// ToggleText labels the phone's filter button: "Filters" or "Filters (2)".
+func (f Filters) ToggleText() string {
+	n := 0
+	for _, v := range []string{f.Status, f.Source, f.Owner} {
+		if v != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return "Filters"
+	}
+	return "Filters (" + strconv.Itoa(n) + ")"
+}
+
 // Query renders the filters as a query string (without "?"), with status
 // replaced by the given one (use f.Status to keep it).
 func (f Filters) Query(status string) string {

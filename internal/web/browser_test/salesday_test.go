@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/monitor/monitortest"
+	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 )
 
@@ -158,4 +160,104 @@ func TestBrowserBoardMoves(t *testing.T) {
 	if got := d.status(fox); got != "qualified" {
 		t.Fatalf("after the keyboard move the lead is %q", got)
 	}
+}
+
+// phoneFits opens path on a 390 px phone and fails unless the page fits
+// its width: document.documentElement.scrollWidth <= innerWidth. It names
+// the elements that stick out.
+func (tb *tab) phoneFits(path string) {
+	tb.t.Helper()
+	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+	defer tb.do(chromedp.EmulateViewport(1280, 900))
+	tb.open(path)
+	tb.do(chromedp.Sleep(150 * time.Millisecond))
+	res := run(tb, chromedp.Evaluate[map[string]any](`(function(){
+		var w = window.innerWidth, sw = document.documentElement.scrollWidth, out = [];
+		if (sw > w) {
+			var all = document.querySelectorAll("body *");
+			for (var i = 0; i < all.length && out.length < 8; i++) {
+				var r = all[i].getBoundingClientRect();
+				if (r.right > w + 0.5 && r.width > 0) out.push(all[i].tagName.toLowerCase() + "." + (all[i].className.baseVal !== undefined ? all[i].className.baseVal : all[i].className) + " right=" + Math.round(r.right));
+			}
+		}
+		return {w: w, sw: sw, out: out.join("; ")};
+	})()`))
+	w, sw := res["w"].(float64), res["sw"].(float64)
+	if sw > w {
+		tb.t.Errorf("%s at 390 px: scrollWidth %v > innerWidth %v; sticking out: %v", path, sw, w, res["out"])
+	}
+}
+
+// TestBrowserEveryPage opens every page as an admin, at 390 px (nothing
+// may stick out sideways) and saves screenshots at 1280 and 390 px
+// (artifacts/screenshots/page-*.png).
+func TestBrowserEveryPage(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	d := newSalesDay(t, "ui_pages", "Dana Scully", "Fox Mulder", "Walter Skinner", "Monica Reyes-Villanueva de la Cruz Longname")
+	ctx := context.Background()
+	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "website-contact-form-with-a-long-slug", Name: "Website contact form", Kind: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"}); err != nil {
+		t.Fatal(err)
+	}
+	// A retry storm so /alerts and the chart have something to show.
+	mon := d.e.App.Web.Monitor
+	now := time.Now().UTC().Truncate(time.Minute)
+	stormFrom := now.Add(-10 * time.Minute)
+	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 1}.Add(d.e.App.Stats, now.Add(-24*time.Hour), stormFrom)
+	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(d.e.App.Stats, stormFrom, now)
+	if err := mon.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
+		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	browser := startBrowser(t)
+	anon := newTab(t, browser, d.e.URL, "anonymous")
+	anon.phoneFits("/login")
+	anon.screenshot("page-login")
+
+	admin := newTab(t, browser, d.e.URL, "admin")
+	admin.login(d.acme.Admin.Email, d.acme.AdminPassword)
+	pages := []struct{ name, path string }{
+		{"inbox", "/leads"},
+		{"board", "/leads/board"},
+		{"lead", "/leads/" + d.leads["Dana Scully"]},
+		{"lead-new", "/leads/new"},
+		{"sources", "/sources"},
+		{"source", "/sources/" + src.ID},
+		{"monitor", "/monitor"},
+		{"monitor-source", "/monitor/sources/" + src.ID},
+		{"alerts", "/alerts"},
+		{"users", "/settings/users"},
+		{"tokens", "/settings/tokens"},
+		{"endpoints", "/settings/endpoints"},
+		{"not-found", "/no/such/page"},
+	}
+	for _, p := range pages {
+		admin.phoneFits(p.path)
+		admin.screenshot("page-" + p.name)
+	}
+
+	t.Log("on a phone every page is reachable through More")
+	admin.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+	admin.open("/leads")
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="more"]`), chromedp.NodeVisible))
+	for _, key := range []string{"sources", "monitor", "alerts", "users", "tokens", "endpoints"} {
+		if !run(admin, chromedp.Evaluate[bool](fmt.Sprintf(`(function(){var a=document.querySelector('[data-testid="more-%s"]'); if(!a) return false; var r=a.getBoundingClientRect(); return r.width>0 && r.right<=innerWidth;})()`, key))) {
+			t.Errorf("More does not show %s on a phone", key)
+		}
+	}
+	if !strings.Contains(admin.text(`[data-testid="more-identity"]`), d.acme.Admin.Email) {
+		t.Error("More does not say who is signed in")
+	}
+	admin.screenshot("page-more-menu")
+	admin.do(chromedp.EmulateViewport(1280, 900))
 }
