@@ -116,12 +116,20 @@ func ValidateRange(from, to time.Time, step time.Duration) map[string]string {
 	return f
 }
 
-// ChartRange returns the range and step of a named chart ("24h": 5-minute
-// buckets, "7d": hourly, "30d": daily), ending with the bucket that holds
-// now.
+// ChartRange returns the range and step of a named chart ("1h": minutes,
+// "6h" and "24h": 5-minute buckets, "7d": hourly, "30d": daily), ending
+// with the bucket that holds now.
 func ChartRange(name string, now time.Time) (from, to time.Time, step time.Duration, ok bool) {
 	now = now.UTC()
 	switch name {
+	case "1h":
+		step = time.Minute
+		to = now.Truncate(step).Add(step)
+		return to.Add(-time.Hour), to, step, true
+	case "6h":
+		step = 5 * time.Minute
+		to = now.Truncate(step).Add(step)
+		return to.Add(-6 * time.Hour), to, step, true
 	case "24h":
 		step = 5 * time.Minute
 		to = now.Truncate(step).Add(step)

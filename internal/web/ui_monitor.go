@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -77,10 +79,71 @@ func allZero(xs []int64) bool {
 	return true
 }
 
+// alertZoom is the chart window around an alert: an hour of context
+// before it fired, through its resolution (or now) plus a quarter hour.
+func alertZoom(a monitor.Alert, now time.Time) (from, to time.Time) {
+	end := now
+	if a.ResolvedAt != nil && a.ResolvedAt.Before(now) {
+		end = *a.ResolvedAt
+	}
+	return a.FiredAt.Add(-time.Hour), end.Add(15 * time.Minute)
+}
+
+// chartStep picks a bucket width for a custom window: about 60 to 200
+// buckets, at the granularities the counters are stored in.
+func chartStep(span time.Duration) time.Duration {
+	switch {
+	case span <= 3*time.Hour:
+		return time.Minute
+	case span <= 16*time.Hour:
+		return 5 * time.Minute
+	case span <= 8*24*time.Hour:
+		return time.Hour
+	}
+	return 24 * time.Hour
+}
+
+// sourceChart is what the monitoring page of a source shows: a named range
+// (1h…30d), or a window zoomed to one alert (?alert=ID).
+type sourceChart struct {
+	rng           string
+	from, to      time.Time
+	step          time.Duration
+	alert         *monitor.Alert
+	words         string
+}
+
+func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string, q url.Values, now time.Time) sourceChart {
+	if id := q.Get("alert"); id != "" {
+		if a, err := s.Monitor.Alert(ctx, tenantID, id); err == nil && a.SourceID == sourceID {
+			from, to := alertZoom(a, now)
+			step := chartStep(to.Sub(from))
+			from, to = from.Truncate(step), to.Truncate(step).Add(step)
+			if to.After(now.Truncate(step).Add(step)) {
+				to = now.Truncate(step).Add(step)
+			}
+			return sourceChart{rng: "alert", from: from, to: to, step: step, alert: &a, words: "the alert of " + a.FiredAt.Format("Jan 02 15:04 MST")}
+		}
+	}
+	rng := q.Get("range")
+	from, to, step, ok := monitor.ChartRange(rng, now)
+	if !ok {
+		rng = "24h"
+		from, to, step, _ = monitor.ChartRange(rng, now)
+	}
+	return sourceChart{rng: rng, from: from, to: to, step: step, words: "last " + rangeWords(rng)}
+}
+
 func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 	if s.monitorOff(w, r) {
 		return
 	}
+	s.renderMonitorSource(w, r, http.StatusOK, nil)
+}
+
+// renderMonitorSource draws a source's chart and its alert rules; form
+// holds a rejected rules form (422) to show again with its errors.
+func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, status int, form *monviews.RulesForm) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
@@ -88,14 +151,9 @@ func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	rng := r.URL.Query().Get("range")
 	now := time.Now().UTC()
-	from, to, step, ok := monitor.ChartRange(rng, now)
-	if !ok {
-		rng = "24h"
-		from, to, step, _ = monitor.ChartRange(rng, now)
-	}
-	buckets, err := s.Monitor.Stats(ctx, sess.Tenant.ID, src.ID, from, to, step)
+	c := s.sourceChartRange(ctx, sess.Tenant.ID, src.ID, r.URL.Query(), now)
+	buckets, err := s.Monitor.Stats(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -105,8 +163,13 @@ func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	v := monviews.SourceView{ID: src.ID, Name: src.Name, Kind: src.Kind, Range: rng, Now: now, Rules: ruleSentences(rules)}
-	v.Chart = components.ChartData{Title: src.Name + " — last " + rangeWords(rng), Step: step, From: from, To: to}
+	v := monviews.SourceView{ID: src.ID, Name: src.Name, Kind: src.Kind, Range: c.rng, Now: now, Rules: ruleSentences(rules)}
+	if form != nil {
+		v.Form = *form
+	} else {
+		v.Form = rulesFormOf(rules)
+	}
+	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from, To: c.to}
 	for _, b := range buckets {
 		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates})
 		v.Deliveries += b.Deliveries
@@ -124,9 +187,21 @@ func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if c.alert != nil {
+		a := *c.alert
+		v.Alert = &monviews.AlertRef{ID: a.ID, Rule: alerts.RuleLabel(a.Rule), FiredAt: a.FiredAt}
+		if a.ResolvedAt != nil {
+			v.Alert.ResolvedAt = *a.ResolvedAt
+		}
+		tr := components.TimeRange{From: a.FiredAt, Label: alerts.RuleLabel(a.Rule)}
+		if a.ResolvedAt != nil {
+			tr.To = *a.ResolvedAt
+		}
+		v.Chart.Highlight = append(v.Chart.Highlight, tr)
+	}
 	if list, _, err := s.Monitor.Alerts(ctx, sess.Tenant.ID, monitor.StateAll, "", 200); err == nil {
 		for _, a := range list {
-			if a.SourceID != src.ID || a.Rule != monitor.RuleDuplicateSpike {
+			if a.SourceID != src.ID || a.Rule != monitor.RuleDuplicateSpike || (c.alert != nil && a.ID == c.alert.ID) {
 				continue
 			}
 			tr := components.TimeRange{From: a.FiredAt, Label: "Duplicate-rate spike"}
@@ -137,17 +212,57 @@ func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.Page = s.page(w, r, src.Name+" monitoring", "monitor")
-	s.render(w, r, http.StatusOK, monviews.Source(v))
+	s.render(w, r, status, monviews.Source(v))
 }
 
-func rangeWords(r string) string {
-	switch r {
-	case "7d":
-		return "7 days"
-	case "30d":
-		return "30 days"
+// uiSaveRules saves a source's alert rules from the monitoring page. The
+// form starts from the saved rules, so a rule this form does not know
+// (added later) keeps its setting.
+func (s *Server) uiSaveRules(w http.ResponseWriter, r *http.Request) {
+	if s.monitorOff(w, r) {
+		return
 	}
-	return "24 hours"
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	cur, err := s.Monitor.Rules(ctx, sess.Tenant.ID, src.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if r.PostFormValue("reset") != "" {
+		if _, err := s.Monitor.ResetRules(ctx, sess.Tenant.ID, src.ID); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		s.setFlash(w, r, "Alert rules reset to the defaults.")
+		seeOther(w, r, "/monitor/sources/"+src.ID+"#rules")
+		return
+	}
+	form := rulesFormFromPost(r.PostForm)
+	next, ok := applyRulesForm(&form, cur)
+	if ok {
+		if _, err = s.Monitor.SetRules(ctx, sess.Tenant.ID, next, sess.User.ID); err == nil {
+			s.setFlash(w, r, "Alert rules saved. They apply from the next evaluation (within a minute).")
+			seeOther(w, r, "/monitor/sources/"+src.ID+"#rules")
+			return
+		}
+		var ae *apperr.Error
+		if !errors.As(err, &ae) || ae.Code != apperr.Invalid {
+			s.uiError(w, r, err)
+			return
+		}
+		addRulesErrors(&form, ae.Fields)
+	}
+	s.renderMonitorSource(w, r, http.StatusUnprocessableEntity, &form)
 }
 
 func ruleSentences(r monitor.Rules) []string {
@@ -166,7 +281,7 @@ func ruleSentences(r monitor.Rules) []string {
 	out = append(out, onOff(r.DeadLettersEnabled, fmt.Sprintf("Dead letters: %d or more over %s.", r.DeadLettersMin, durWords(win))))
 	out = append(out, onOff(r.LossEnabled, fmt.Sprintf("Webhook loss: reconcile finds %d or more leads the webhooks never brought, over %s.", r.LossMin, durWords(win))))
 	if r.Default {
-		out = append(out, "These are the defaults; change them with PUT /api/v1/sources/{id}/alert-rules.")
+		out = append(out, "These are the defaults; change them below (or with PUT /api/v1/sources/{id}/alert-rules).")
 	}
 	return out
 }
@@ -228,11 +343,81 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Alerts = append(v.Alerts, row)
 	}
+	s.alertTrends(ctx, sess.Tenant.ID, list, v.Alerts, time.Now().UTC())
 	if next != "" {
 		v.NextHref = "/alerts?state=" + state + "&cursor=" + next
 	}
 	v.Page = s.page(w, r, "Alerts", "alerts")
 	s.render(w, r, http.StatusOK, alerts.List(v))
+}
+
+// alertTrends fills each recent alert's mini chart: the duplicate rate from
+// an hour before it fired to its end. One series per source covers all of
+// that source's alerts on the page; alerts older than a week get none.
+func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monitor.Alert, rows []alerts.Alert, now time.Time) {
+	const maxAge = 7 * 24 * time.Hour
+	type series struct {
+		from, to time.Time
+		step     time.Duration
+		buckets  []monitor.Bucket
+	}
+	bySource := map[string]*series{}
+	for _, a := range list {
+		if now.Sub(a.FiredAt) > maxAge {
+			continue
+		}
+		from, to := alertZoom(a, now)
+		sr := bySource[a.SourceID]
+		if sr == nil {
+			sr = &series{from: from, to: to}
+			bySource[a.SourceID] = sr
+		}
+		sr.from, sr.to = minTime(sr.from, from), maxTime(sr.to, to)
+	}
+	for id, sr := range bySource {
+		sr.step = max(chartStep(sr.to.Sub(sr.from)), time.Minute)
+		if sr.to.Sub(sr.from)/sr.step > 1500 {
+			sr.step = time.Hour
+		}
+		from, to := sr.from.Truncate(sr.step), sr.to.Truncate(sr.step).Add(sr.step)
+		b, err := s.Monitor.Stats(ctx, tenantID, id, from, to, sr.step)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.Log.WarnContext(ctx, "alert trend", "err", err)
+			}
+			delete(bySource, id)
+			continue
+		}
+		sr.buckets = b
+	}
+	for i, a := range list {
+		sr := bySource[a.SourceID]
+		if sr == nil || now.Sub(a.FiredAt) > maxAge {
+			continue
+		}
+		from, to := alertZoom(a, now)
+		trend := []float64{}
+		for _, b := range sr.buckets {
+			if !b.T.Before(from.Truncate(sr.step)) && b.T.Before(to) {
+				trend = append(trend, b.DuplicateRate)
+			}
+		}
+		rows[i].Trend = trend
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
@@ -254,4 +439,18 @@ func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setFlash(w, r, "Alert acknowledged. It stays open until the source is back to normal.")
 	seeOther(w, r, "/alerts?state="+state)
+}
+
+func rangeWords(r string) string {
+	switch r {
+	case "1h":
+		return "hour"
+	case "6h":
+		return "6 hours"
+	case "7d":
+		return "7 days"
+	case "30d":
+		return "30 days"
+	}
+	return "24 hours"
 }

@@ -72,6 +72,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/settings/endpoints", s.uiEndpoints)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
+				r.Post("/monitor/sources/{id}/rules", s.uiSaveRules)
 				r.Get("/alerts", s.uiAlerts)
 				r.Post("/alerts/{id}/ack", s.uiAckAlert)
 			})

@@ -123,6 +123,83 @@
     list.scrollLeft = Math.max(0, offset - (list.clientWidth - a.offsetWidth) / 2);
   }
 
+  // ---- charts: crosshair tooltip ---------------------------------------
+  // Each bucket <g> carries its numbers in data-*; hovering the plot or
+  // focusing a bucket (arrow keys move between them) shows a crosshair and
+  // a tooltip with the bucket's time, deliveries, duplicates and rate.
+  function chartParts(el) {
+    var plot = el.closest && el.closest("[data-chart-plot]");
+    if (!plot) return null;
+    return { plot: plot, tip: plot.querySelector(".chart-tip"), line: plot.querySelector(".chart-crosshair"),
+      buckets: plot.querySelectorAll(".chart-bucket") };
+  }
+
+  function showBucket(parts, b) {
+    var set = function (cls, v) { var e = parts.tip.querySelector(cls); if (e) e.textContent = v || ""; };
+    set(".chart-tip-when", b.getAttribute("data-when"));
+    set(".chart-tip-deliveries", b.getAttribute("data-deliveries"));
+    set(".chart-tip-duplicates", b.getAttribute("data-duplicates"));
+    set(".chart-tip-rate", b.getAttribute("data-rate"));
+    parts.tip.querySelector(".chart-tip-alert").hidden = b.getAttribute("data-alert") !== "open";
+    var x = b.getAttribute("data-x");
+    parts.line.setAttribute("x1", x);
+    parts.line.setAttribute("x2", x);
+    parts.line.classList.add("is-on");
+    for (var i = 0; i < parts.buckets.length; i++) parts.buckets[i].classList.toggle("is-current", parts.buckets[i] === b);
+    parts.tip.hidden = false;
+    var w = parts.plot.clientWidth, px = parseFloat(x) / 100 * w, tw = parts.tip.offsetWidth;
+    var left = px + 12;
+    if (left + tw > w) left = px - tw - 12;
+    parts.tip.style.left = Math.max(0, left) + "px";
+  }
+
+  function hideBucket(parts) {
+    parts.tip.hidden = true;
+    parts.line.classList.remove("is-on");
+    for (var i = 0; i < parts.buckets.length; i++) parts.buckets[i].classList.remove("is-current");
+  }
+
+  document.addEventListener("mouseover", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (parts) showBucket(parts, b);
+  });
+  document.addEventListener("mouseout", function (ev) {
+    var plot = ev.target.closest && ev.target.closest("[data-chart-plot]");
+    if (!plot || (ev.relatedTarget && plot.contains(ev.relatedTarget))) return;
+    var parts = chartParts(plot);
+    if (parts && !plot.contains(document.activeElement)) hideBucket(parts);
+  });
+  document.addEventListener("focusin", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (parts) showBucket(parts, b);
+  });
+  document.addEventListener("focusout", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (parts && !(ev.relatedTarget && parts.plot.contains(ev.relatedTarget))) hideBucket(parts);
+  });
+  document.addEventListener("keydown", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (!parts) return;
+    var list = Array.prototype.slice.call(parts.buckets), i = list.indexOf(b), j = i;
+    switch (ev.key) {
+      case "ArrowLeft": j = Math.max(0, i - 1); break;
+      case "ArrowRight": j = Math.min(list.length - 1, i + 1); break;
+      case "Home": j = 0; break;
+      case "End": j = list.length - 1; break;
+      case "Escape": hideBucket(parts); return;
+      default: return;
+    }
+    ev.preventDefault();
+    if (j === i) return;
+    b.setAttribute("tabindex", "-1");
+    list[j].setAttribute("tabindex", "0");
+    list[j].focus();
+  });
+
   // ---- board: drag a card to another column ----------------------------
   // Dropping submits the card's own "Move to…" form with the target status
   // (htmx swaps the page in place; without htmx it is a normal POST), so

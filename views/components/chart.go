@@ -52,6 +52,9 @@ type chartBucket struct {
 	Duplicates int64
 	Rate       float64
 	Title      string // hover text
+	When       string // the bucket's time, for the tooltip
+	RateText   string // "4.1%", or "—" when the bucket has no deliveries
+	Alert      bool   // an alert was open during the bucket
 	start, end time.Time
 	hasRate    bool
 }
@@ -247,6 +250,11 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 			}
 			when += "–" + end
 		}
+		b.When = when
+		b.RateText = "—"
+		if b.Volume > 0 {
+			b.RateText = formatPercent1(b.Rate)
+		}
 		b.Title = when + " — " + bucketText(b.Volume, b.Duplicates, b.Rate)
 		if d.Threshold > 0 && b.Volume > 0 && b.Rate >= d.Threshold {
 			b.Title += " · above threshold"
@@ -258,6 +266,7 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 			}
 			if b.start.Before(end) && b.end.After(r.From) {
 				b.Title += " · alert open"
+				b.Alert = true
 				break
 			}
 		}

@@ -57,7 +57,7 @@ func TestRateChartBarsThresholdAndTitles(t *testing.T) {
 		t.Fatalf("bucket in alert window not marked: %q", titles.Eq(5).Text())
 	}
 	svg := doc.Find("svg.chart-svg")
-	if svg.AttrOr("role", "") != "img" || !strings.Contains(svg.AttrOr("aria-label", ""), "deliveries") {
+	if svg.AttrOr("role", "") != "group" || !strings.Contains(svg.AttrOr("aria-label", ""), "deliveries") {
 		t.Fatalf("svg not labelled: %q", svg.AttrOr("aria-label", ""))
 	}
 	if !strings.Contains(doc.Find("svg.chart-svg > desc").Text(), "threshold 5%") {
@@ -78,6 +78,45 @@ func TestRateChartBarsThresholdAndTitles(t *testing.T) {
 	}
 	if strings.Contains(html, "NaN") || strings.Contains(html, "Inf") {
 		t.Fatal("NaN/Inf in output")
+	}
+}
+
+// The tooltip's data: every bucket is a labelled, keyboard-reachable
+// point (one tab stop, the newest), and an empty bucket's rate is "—",
+// never "0%".
+func TestRateChartTooltipData(t *testing.T) {
+	from := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	d := ChartData{Title: "Web", Step: time.Minute, From: from, To: from.Add(3 * time.Minute),
+		Points: []ChartPoint{
+			{T: from, Volume: 40, Duplicates: 10, Rate: 0.25},
+			{T: from.Add(time.Minute), Volume: 0},
+			{T: from.Add(2 * time.Minute), Volume: 1200, Duplicates: 12, Rate: 0.01},
+		},
+		Highlight: []TimeRange{{From: from.Add(2 * time.Minute)}},
+	}
+	doc, _ := render(t, RateChart(d))
+	bs := doc.Find(`[data-testid="chart-bucket"]`)
+	if bs.Length() != 3 {
+		t.Fatalf("%d buckets", bs.Length())
+	}
+	want := []struct{ when, del, dup, rate, tab, alert string }{
+		{"14:00", "40", "10", "25.0%", "-1", ""},
+		{"14:01", "0", "0", "—", "-1", ""},
+		{"14:02", "1,200", "12", "1.0%", "0", "open"},
+	}
+	for i, w := range want {
+		b := bs.Eq(i)
+		got := []string{b.AttrOr("data-when", ""), b.AttrOr("data-deliveries", ""), b.AttrOr("data-duplicates", ""),
+			b.AttrOr("data-rate", ""), b.AttrOr("tabindex", ""), b.AttrOr("data-alert", "")}
+		if strings.Join(got, "|") != strings.Join([]string{w.when, w.del, w.dup, w.rate, w.tab, w.alert}, "|") {
+			t.Errorf("bucket %d: %v, want %+v", i, got, w)
+		}
+		if b.AttrOr("aria-label", "") == "" || b.AttrOr("role", "") != "img" {
+			t.Errorf("bucket %d is not labelled", i)
+		}
+	}
+	if doc.Find(`[data-testid="chart-tip"]`).Length() != 1 || doc.Find(`[data-testid="chart-crosshair"]`).Length() != 1 {
+		t.Fatal("no tooltip or crosshair")
 	}
 }
 

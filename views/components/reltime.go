@@ -50,3 +50,8 @@ func relText(t, now time.Time) string {
 func exactUTC(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
+
+// ExactTime is an absolute time for people: "Mar 02, 14:05 UTC".
+func ExactTime(t time.Time) string {
+	return t.UTC().Format("Jan 02, 15:04 MST")
+}

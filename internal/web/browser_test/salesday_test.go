@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor/monitortest"
@@ -260,4 +261,125 @@ func TestBrowserEveryPage(t *testing.T) {
 	}
 	admin.screenshot("page-more-menu")
 	admin.do(chromedp.EmulateViewport(1280, 900))
+}
+
+// TestBrowserChartsAndAlerts: an alert links to the chart zoomed to its
+// window with the span shaded; hovering or arrowing through the buckets
+// shows a crosshair tooltip (time, deliveries, duplicates, rate, "—" for
+// an empty bucket); 1 h and 6 h ranges exist; the rules are edited on the
+// page (a bad value is shown on its field, nothing saved).
+func TestBrowserChartsAndAlerts(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	d := newSalesDay(t, "ui_charts")
+	ctx := context.Background()
+	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := d.e.App.Web.Monitor
+	now := time.Now().UTC().Truncate(time.Minute)
+	stormFrom := now.Add(-10 * time.Minute)
+	// Steady traffic with a quiet gap (empty buckets) 30 minutes ago, then a storm.
+	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 1}.Add(d.e.App.Stats, now.Add(-24*time.Hour), now.Add(-35*time.Minute))
+	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 3}.Add(d.e.App.Stats, now.Add(-25*time.Minute), stormFrom)
+	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(d.e.App.Stats, stormFrom, now)
+	if err := mon.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
+		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open, _, err := mon.Alerts(ctx, d.acme.ID, "open", "", 50)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("want one open alert: %v %v", open, err)
+	}
+	if _, err := mon.Ack(ctx, d.acme.ID, open[0].ID, d.acme.Admin.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	browser := startBrowser(t)
+	admin := newTab(t, browser, d.e.URL, "admin")
+	admin.login(d.acme.Admin.Email, d.acme.AdminPassword)
+	admin.open("/alerts?state=all")
+	when := admin.text(`[data-testid="alert-when"]`)
+	if !strings.Contains(when, open[0].FiredAt.UTC().Format("Jan 02, 15:04")) || !strings.Contains(admin.text(`[data-testid="acked-by"]`), "Admin acme") {
+		t.Errorf("alert says %q: no absolute fire time or who acknowledged", when)
+	}
+	if admin.count(`[data-testid="alert-spark"] svg`) != 1 {
+		t.Error("no mini chart on the alert")
+	}
+	if admin.count(`[data-testid="alert-deliveries"][href="/sources/`+src.ID+`#deliveries"]`) != 1 {
+		t.Error("no link to the source's deliveries")
+	}
+	admin.screenshot("alerts-actionable")
+
+	t.Log("the alert's chart: zoomed, span shaded")
+	admin.submit(`[data-testid="alert-chart"]`)
+	if !strings.Contains(admin.location(), "alert="+open[0].ID) || admin.count(`[data-testid="zoom-note"]`) != 1 {
+		t.Fatalf("not zoomed to the alert: %s", admin.location())
+	}
+	if admin.count(`[data-testid="chart-alert"]`) == 0 {
+		t.Fatal("the alert's span is not shaded")
+	}
+	if n := admin.count(`[data-testid="chart-bucket"]`); n < 60 || n > 200 {
+		t.Errorf("zoomed chart has %d buckets", n)
+	}
+
+	t.Log("hover a bucket: crosshair and tooltip")
+	admin.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="chart-bucket"][data-alert="open"]:not([data-deliveries="0"])').dispatchEvent(new MouseEvent("mouseover",{bubbles:true}))`))
+	tip := admin.text(`[data-testid="chart-tip"]`)
+	if run(admin, chromedp.Evaluate[bool](`document.querySelector('[data-testid="chart-tip"]').hidden`)) ||
+		!strings.Contains(tip, "Deliveries") || !strings.Contains(tip, "%") || !strings.Contains(tip, "Alert open") {
+		t.Errorf("tooltip after hover: %q", tip)
+	}
+	if !run(admin, chromedp.Evaluate[bool](`document.querySelector('[data-testid="chart-crosshair"]').classList.contains("is-on")`)) {
+		t.Error("no crosshair")
+	}
+	admin.screenshot("chart-tooltip")
+
+	t.Log("keyboard: focus the newest bucket, arrow left")
+	admin.do(chromedp.Focus(chromedp.CSS(`[data-testid="chart-bucket"][tabindex="0"]`)))
+	first := admin.text(`.chart-tip-when`)
+	admin.do(chromedp.KeyEvent(kb.ArrowLeft))
+	if second := admin.text(`.chart-tip-when`); second == first || second == "" {
+		t.Errorf("arrow left: tooltip %q → %q", first, second)
+	}
+
+	t.Log("the 1 h range; an empty bucket reads —")
+	admin.open("/monitor/sources/" + src.ID + "?range=6h")
+	if admin.count(`[data-testid="range-6h"][aria-current="page"]`) != 1 {
+		t.Error("6 h range not current")
+	}
+	admin.open("/monitor/sources/" + src.ID + "?range=1h")
+	if n := admin.count(`[data-testid="chart-bucket"]`); n != 60 && n != 61 {
+		t.Errorf("1 h chart has %d buckets", n)
+	}
+	if admin.count(`[data-testid="chart-bucket"][data-rate="—"]`) == 0 {
+		t.Error("the quiet minutes do not read —")
+	}
+	if admin.count(`[data-testid="chart-bucket"][data-rate="0.0%"][data-deliveries="0"]`) != 0 {
+		t.Error("an empty bucket reads 0%")
+	}
+
+	t.Log("edit the rules on the page")
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="rules-edit"] summary`), chromedp.NodeVisible))
+	admin.do(chromedp.SetValue(chromedp.CSS(`#r-spike_factor`), "abc"))
+	admin.submit(`[data-testid="save-rules"]`)
+	if got := admin.text(`[data-testid="rule-error"]`); !strings.Contains(got, "number") {
+		t.Fatalf("bad factor: error %q", got)
+	}
+	admin.do(chromedp.SetValue(chromedp.CSS(`#r-spike_factor`), "5"), chromedp.SetValue(chromedp.CSS(`#r-window_minutes`), "10"))
+	admin.submit(`[data-testid="save-rules"]`)
+	if got := admin.text(`[data-testid="rules"]`); !strings.Contains(got, "more than 5×") || !strings.Contains(got, "10 minutes") {
+		t.Fatalf("rules after save: %q", got)
+	}
+	r, err := mon.Rules(ctx, d.acme.ID, src.ID)
+	if err != nil || r.SpikeFactor != 5 || r.WindowSeconds != 600 || r.Default {
+		t.Fatalf("saved rules %+v %v", r, err)
+	}
+	admin.screenshot("monitor-rules")
 }
