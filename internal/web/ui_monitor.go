@@ -106,11 +106,11 @@ func chartStep(span time.Duration) time.Duration {
 // sourceChart is what the monitoring page of a source shows: a named range
 // (1h…30d), or a window zoomed to one alert (?alert=ID).
 type sourceChart struct {
-	rng           string
-	from, to      time.Time
-	step          time.Duration
-	alert         *monitor.Alert
-	words         string
+	rng      string
+	from, to time.Time
+	step     time.Duration
+	alert    *monitor.Alert
+	words    string
 }
 
 func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string, q url.Values, now time.Time) sourceChart {
