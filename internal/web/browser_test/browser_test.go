@@ -250,7 +250,8 @@ func TestBrowserAcceptance(t *testing.T) {
 	admin.open("/leads/board")
 	card := `[data-testid="column-new"] [data-lead-id="` + grace + `"]`
 	admin.do(chromedp.Click(chromedp.CSS(card+` summary`), chromedp.NodeVisible))
-	admin.submit(card + ` [data-testid="move-contacted"]`)
+	admin.do(chromedp.Click(chromedp.CSS(card+` [data-testid="move-contacted"]`), chromedp.NodeVisible))
+	admin.waitText(`[data-testid="flash"]`, "to Contacted") // htmx swaps the board in place
 	if !strings.HasSuffix(admin.location(), "/leads/board") || admin.count(`[data-testid="column-contacted"] [data-lead-id="`+grace+`"]`) != 1 {
 		t.Fatalf("card not moved (at %s)", admin.location())
 	}
