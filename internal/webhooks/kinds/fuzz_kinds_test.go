@@ -20,12 +20,16 @@ func FuzzVerifyMeta(f *testing.F)        { fuzzVerifyKind(f, Meta) }
 func FuzzVerifyGoogleAds(f *testing.F)   { fuzzVerifyKind(f, GoogleAds) }
 func FuzzVerifyGeneric(f *testing.F)     { fuzzVerifyKind(f, Generic) }
 
-func FuzzMapStandard(f *testing.F)    { fuzzMapKind(f, Standard, "standard_contact_created.json") }
-func FuzzMapTimestamped(f *testing.F) { fuzzMapKind(f, Timestamped, "stripe_customer_created.json", "calendly_invitee_created.json") }
-func FuzzMapTypeform(f *testing.F)    { fuzzMapKind(f, Typeform, "typeform_form_response.json") }
-func FuzzMapMeta(f *testing.F)        { fuzzMapKind(f, Meta, "meta_leadgen_webhook.json", "meta_graph_lead.json") }
-func FuzzMapGoogleAds(f *testing.F)   { fuzzMapKind(f, GoogleAds, "google_ads_lead.json") }
-func FuzzMapGeneric(f *testing.F)     { fuzzMapKind(f, Generic, "generic_lead.json") }
+func FuzzMapStandard(f *testing.F) { fuzzMapKind(f, Standard, "standard_contact_created.json") }
+func FuzzMapTimestamped(f *testing.F) {
+	fuzzMapKind(f, Timestamped, "stripe_customer_created.json", "calendly_invitee_created.json")
+}
+func FuzzMapTypeform(f *testing.F) { fuzzMapKind(f, Typeform, "typeform_form_response.json") }
+func FuzzMapMeta(f *testing.F) {
+	fuzzMapKind(f, Meta, "meta_leadgen_webhook.json", "meta_graph_lead.json")
+}
+func FuzzMapGoogleAds(f *testing.F) { fuzzMapKind(f, GoogleAds, "google_ads_lead.json") }
+func FuzzMapGeneric(f *testing.F)   { fuzzMapKind(f, Generic, "generic_lead.json") }
 
 // fuzzVerifyKind: arbitrary signature, timestamp and id header values and
 // bodies never verify by accident, fail only with ErrSignature and never
