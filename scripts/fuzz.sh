@@ -27,7 +27,7 @@ for pkg in $(go list ./...); do
     if ! go test -run '^$' -fuzz "^${fz}\$" -fuzztime "$FUZZTIME" -parallel "$FUZZ_PARALLEL" "$pkg" > "$log" 2>&1; then
       failed+=("$pkg $fz"); echo "fuzz: FAILED: $pkg $fz" >&2; tail -n 30 "$log" >&2
     else
-      tail -n 2 "$log" >&2
+      { grep 'fuzz: elapsed' "$log" | tail -n 1; tail -n 1 "$log"; } >&2
     fi
     if [ -n "$save" ] && [ -d "$cache/$pkg/$fz" ]; then
       mkdir -p "$dir/testdata/fuzz/$fz"
