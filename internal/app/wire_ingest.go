@@ -26,7 +26,15 @@ func (a *App) wireIngest(ctx context.Context) error {
 	now := func() time.Time { return time.Now().UTC() }
 	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
 	a.flushers = append(a.flushers, dispatch.Flush)
-	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB}, Sources: a.Sources,
+	// Duplicates are counted on their delivery by the claim itself; the
+	// leads' times_seen follows within half a second.
+	sightings := &webhooks.Sightings{DB: a.DB, Log: a.Log}
+	sctx, stop := context.WithCancel(context.Background())
+	sdone := make(chan struct{})
+	go func() { defer close(sdone); sightings.Run(sctx) }()
+	a.closers = append(a.closers, func() { stop(); <-sdone })
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now}
 	a.Web.Hooks = a.Ingest

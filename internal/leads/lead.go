@@ -54,6 +54,9 @@ type SenderRecord struct {
 	CreatedAt *time.Time
 	Tags      []string // initial tags of a new lead only (e.g. "test")
 	Payload   json.RawMessage
+	// Sightings is what the record adds to times_seen: a webhook delivery 1
+	// plus its duplicates, reconcile and enrichment 0.
+	Sightings int
 }
 
 // Origin says which path touched a lead.

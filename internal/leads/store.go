@@ -47,7 +47,7 @@ func UpsertFromSender(ctx context.Context, x db.Ext, tenantID, sourceID string, 
 	}
 	res, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
 			company, source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?)
 		ON DUPLICATE KEY UPDATE
 			payload = VALUES(payload),
 			email = IF(VALUES(email) = '', email, VALUES(email)),
@@ -56,10 +56,10 @@ func UpsertFromSender(ctx context.Context, x db.Ext, tenantID, sourceID string, 
 			company = IF(VALUES(company) = '', company, VALUES(company)),
 			source_created_at = COALESCE(VALUES(source_created_at), source_created_at),
 			last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
-			times_seen = times_seen + 1,
+			times_seen = times_seen + VALUES(times_seen),
 			updated_at = VALUES(updated_at)`,
 		tenantID, id, sourceID, r.SourceRef, string(payload), Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64),
-		Clip(r.Company, 255), r.CreatedAt, now, tags, now, now)
+		Clip(r.Company, 255), r.CreatedAt, now, r.Sightings, tags, now, now)
 	if err != nil {
 		return "", false, err
 	}

@@ -13,6 +13,7 @@ const (
 	EventDelivery  = "delivery"  // a webhook delivery that reached this lead
 	EventDuplicate = "duplicate" // a re-delivery of one of those deliveries
 	EventReconcile = "reconcile" // a record a reconcile run pulled
+	EventStale     = "stale"     // a record older than the lead's data: counted, not applied
 )
 
 // timelineCap bounds each part of the timeline: a lead retried thousands of
@@ -32,6 +33,11 @@ type TimelineEntry struct {
 	DeliveryID       string          `json:"delivery_id,omitempty"`
 	SenderDeliveryID string          `json:"sender_delivery_id,omitempty"`
 	Detail           json.RawMessage `json:"detail"`
+	// Duplicates: how many times the delivery arrived again, first and
+	// last time.
+	Count   int        `json:"count,omitempty"`
+	FirstAt *time.Time `json:"first_at,omitempty"`
+	LastAt  *time.Time `json:"last_at,omitempty"`
 }
 
 // Timeline merges the lead's events (people's changes, notes, reconcile
@@ -72,8 +78,10 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 			SourceID: d.SourceID, DeliveryID: d.ID, SenderDeliveryID: d.DeliveryID, Detail: detail})
 	}
 	for _, d := range dups {
-		out = append(out, TimelineEntry{ID: d.ID, Kind: EventDuplicate, At: d.ReceivedAt, ActorName: nameOr(d.SourceName, "webhook"),
-			SourceID: d.SourceID, DeliveryID: d.DeliveryID, SenderDeliveryID: d.SenderID, Detail: json.RawMessage("null")})
+		first, last := d.FirstAt, d.LastAt
+		out = append(out, TimelineEntry{ID: d.DeliveryID + "-dup", Kind: EventDuplicate, At: d.LastAt, ActorName: nameOr(d.SourceName, "webhook"),
+			SourceID: d.SourceID, DeliveryID: d.DeliveryID, SenderDeliveryID: d.SenderID, Detail: json.RawMessage("null"),
+			Count: d.Count, FirstAt: &first, LastAt: &last})
 	}
 	// Newest first; ties (same microsecond) by id, which is time-ordered.
 	sort.SliceStable(out, func(i, j int) bool {

@@ -369,7 +369,7 @@ func TestLeadsWebhookRefreshDoesNotCause412(t *testing.T) {
 	a := e.Tenant("refresh-a")
 	ctx := context.Background()
 	const source = "01HSOURCE0000000000000000A" // a webhook source's id (the ingest path is not needed here)
-	rec := leads.SenderRecord{SourceRef: "fb-lead-77", Email: "ops@acme.test", Name: "Ada Ops", Payload: json.RawMessage(`{"v":1}`)}
+	rec := leads.SenderRecord{SourceRef: "fb-lead-77", Email: "ops@acme.test", Name: "Ada Ops", Payload: json.RawMessage(`{"v":1}`), Sightings: 1}
 	id, created, err := leads.UpsertFromSender(ctx, e.App.DB, a.ID, source, rec, time.Now().UTC())
 	if err != nil || !created {
 		t.Fatal(err, created)
@@ -443,15 +443,12 @@ func TestLeadsTimeline(t *testing.T) {
 	}
 	// What the ingest path writes: a processed delivery and two duplicates.
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
-	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id)
-		VALUES (?, ?, '01HDELIVERY000000000000001', 'msg_1', 'webhook', '{}', ?, ?, ?)`, a.ID, s.ID, t0, t0, id); err != nil {
+	// (Duplicates are a count on the delivery with first and last arrival.)
+	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id,
+			dup_count, dup_first_at, dup_last_at)
+		VALUES (?, ?, '01HDELIVERY000000000000001', 'msg_1', 'webhook', '{}', ?, ?, ?, 2, ?, ?)`,
+		a.ID, s.ID, t0, t0, id, t0.Add(time.Second), t0.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
-	}
-	for i, dt := range []time.Duration{time.Second, 2 * time.Second} {
-		if _, err := e.App.DB.Exec(`INSERT INTO delivery_duplicates (tenant_id, id, source_id, delivery_row_id, received_at)
-			VALUES (?, ?, ?, '01HDELIVERY000000000000001', ?)`, a.ID, fmt.Sprintf("01HDUP0000000000000000000%d", i), s.ID, t0.Add(dt)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if st, _, b := patchLead(t, e, a.Token, id, `"1"`, `{"status":"contacted"}`); st != 200 {
 		t.Fatalf("%d %s", st, b)
@@ -468,7 +465,7 @@ func TestLeadsTimeline(t *testing.T) {
 	for _, it := range tl.Items {
 		kinds = append(kinds, it.Kind)
 	}
-	want := []string{"note_added", "status_changed", "duplicate", "duplicate", "delivery"}
+	want := []string{"note_added", "status_changed", "duplicate", "delivery"}
 	if strings.Join(kinds, ",") != strings.Join(want, ",") {
 		t.Fatalf("timeline kinds %v, want %v\n%s", kinds, want, r.Body)
 	}
@@ -480,10 +477,11 @@ func TestLeadsTimeline(t *testing.T) {
 	if it := tl.Items[1]; !strings.HasPrefix(it.ActorName, "API token") || string(it.Detail) != `{"from": "new", "to": "contacted"}` && string(it.Detail) != `{"from":"new","to":"contacted"}` {
 		t.Fatalf("status change entry: %+v %s", it, it.Detail)
 	}
-	if it := tl.Items[4]; it.ActorName != "Facebook Lead Ads" || it.SenderDeliveryID != "msg_1" || it.SourceID != s.ID {
+	if it := tl.Items[3]; it.ActorName != "Facebook Lead Ads" || it.SenderDeliveryID != "msg_1" || it.SourceID != s.ID {
 		t.Fatalf("delivery entry: %+v", it)
 	}
-	if it := tl.Items[2]; it.DeliveryID != "01HDELIVERY000000000000001" || it.SenderDeliveryID != "msg_1" {
+	if it := tl.Items[2]; it.DeliveryID != "01HDELIVERY000000000000001" || it.SenderDeliveryID != "msg_1" || it.Count != 2 ||
+		it.FirstAt == nil || !it.FirstAt.Equal(t0.Add(time.Second)) || it.LastAt == nil || !it.LastAt.Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("duplicate entry: %+v", it)
 	}
 }

@@ -284,7 +284,13 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 		ev.Detail = tagsText(d["added"], d["removed"])
 	case leads.EventNoteAdded:
 		ev.Body = str("body")
-	case leads.EventDelivery, leads.EventDuplicate, leads.EventReconcile:
+	case leads.EventDuplicate:
+		ev.Detail = e.SenderDeliveryID
+		ev.Count = e.Count
+		if e.FirstAt != nil && e.LastAt != nil {
+			ev.FirstAt, ev.LastAt = *e.FirstAt, *e.LastAt
+		}
+	case leads.EventDelivery, leads.EventReconcile, leads.EventStale:
 		ev.Detail = e.SenderDeliveryID
 	}
 	return ev

@@ -199,6 +199,9 @@ func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int
 	for _, d := range ds {
 		row := srcviews.Delivery{ID: d.ID, DeliveryID: d.DeliveryID, Origin: d.Origin, ReceivedAt: d.ReceivedAt,
 			Duplicates: d.Duplicates, Processed: d.ProcessedAt != nil, Size: d.Size}
+		if d.FirstDuplicateAt != nil {
+			row.FirstDuplicateAt = *d.FirstDuplicateAt
+		}
 		if d.LastDuplicateAt != nil {
 			row.LastDuplicateAt = *d.LastDuplicateAt
 		}

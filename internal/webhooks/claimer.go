@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 )
 
@@ -45,11 +47,25 @@ type Claimer struct {
 
 	qmu     sync.Mutex
 	queries map[[2]int]string // statement text by (shape, rows)
+
+	// known remembers which row holds each delivery id this process
+	// claimed (or found) recently: a duplicate it knows is counted through
+	// the primary key, with no payload and no lookup afterwards.
+	known knownIDs
+
+	// OnDuplicates, when set, is told after each committed batch which
+	// original deliveries got duplicates (each listed once), e.g. to bring
+	// leads.times_seen up to date. It must not block.
+	OnDuplicates func(originals []DeliveryRef)
 }
 
+// DeliveryRef names one stored delivery.
+type DeliveryRef struct{ TenantID, ID string }
+
 type claimReq struct {
-	d    Delivery
-	done chan claimRes
+	d     Delivery
+	known string // the original's row id when this process knows it (a duplicate)
+	done  chan claimRes
 }
 
 type claimRes struct {
@@ -87,18 +103,23 @@ func (c *Claimer) start() {
 			c.conns <- nil
 		}
 		c.queries = map[[2]int]string{}
+		c.known.init(knownIDsSize)
 		go c.loop()
 	})
 }
 
 // Claim stores d unless its (tenant, source, delivery id) exists; it
-// returns whether d is new and, if not, our id of the original. When it
-// returns without error the row is committed.
+// returns whether d is new and, if not, our id of the original, whose
+// duplicate count (with first and last arrival) it then raised. When it
+// returns without error the row or the count is committed. A duplicate of
+// a delivery this process has seen recently may come without its payload
+// (see Known).
 func (c *Claimer) Claim(ctx context.Context, d Delivery) (bool, string, error) {
 	c.start()
 	t0 := time.Now()
 	defer func() { c.claimNanos.Add(int64(time.Since(t0))) }()
 	r := &claimReq{d: d, done: make(chan claimRes, 1)}
+	r.known, _ = c.known.get(d.TenantID, d.SourceID, d.DeliveryID)
 	select {
 	case c.reqs <- r:
 	case <-ctx.Done():
@@ -108,6 +129,13 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) (bool, string, error) {
 	// a truthful answer or a 5xx, never a silent half.
 	res := <-r.done
 	return res.isNew, res.originalID, res.err
+}
+
+// Known returns our row id of a delivery id this process claimed or found
+// recently: the request is then a duplicate, and its payload is not needed.
+func (c *Claimer) Known(tenantID, sourceID, deliveryID string) (string, bool) {
+	c.start()
+	return c.known.get(tenantID, sourceID, deliveryID)
 }
 
 // loop gathers claims into batches and starts them (see Claimer).
@@ -222,33 +250,94 @@ func (c *Claimer) run(batch []*claimReq) {
 		}
 		return a.DeliveryID < b.DeliveryID
 	})
+	results, err := c.claimRetrying(ctx, batch)
+	if err != nil && len(batch) > 1 && rowError(err) {
+		// One row the server refuses (a value it will not store) must not
+		// fail the requests beside it: each row alone, each its own answer.
+		results, err = make([]claimRes, len(batch)), nil
+		for i := range batch {
+			res, rerr := c.claimRetrying(ctx, batch[i:i+1])
+			if rerr != nil {
+				results[i] = claimRes{err: rowRefused(rerr)}
+				continue
+			}
+			results[i] = res[0]
+		}
+	}
+	var dups []DeliveryRef
+	for i, r := range batch {
+		if err != nil {
+			r.done <- claimRes{err: rowRefused(err)}
+			continue
+		}
+		res := results[i]
+		if res.err == nil {
+			if res.isNew {
+				c.known.put(r.d.TenantID, r.d.SourceID, r.d.DeliveryID, r.d.ID)
+			} else {
+				c.known.put(r.d.TenantID, r.d.SourceID, r.d.DeliveryID, res.originalID)
+				if len(dups) == 0 || dups[len(dups)-1] != (DeliveryRef{r.d.TenantID, res.originalID}) {
+					dups = append(dups, DeliveryRef{r.d.TenantID, res.originalID})
+				}
+			}
+		}
+		r.done <- res
+	}
+	if len(dups) > 0 && c.OnDuplicates != nil {
+		c.OnDuplicates(dups)
+	}
+}
+
+// claimRetrying runs claimBatch, repeating it after a deadlock, a lock
+// wait timeout or a broken connection.
+func (c *Claimer) claimRetrying(ctx context.Context, batch []*claimReq) ([]claimRes, error) {
 	var results []claimRes
 	var err error
+	unsure := false // a previous attempt may have committed
 	for attempt := 0; attempt < 6; attempt++ {
 		// A deadlock (1213) or lock wait timeout rolls the whole statement
-		// back, and a broken connection leaves it unknown; INSERT IGNORE is
-		// safe to repeat with the same ids (a row this batch did write is
-		// then found by its id).
-		results, err = c.claimBatch(ctx, batch)
+		// back; a broken connection leaves it unknown, so the next attempt
+		// first looks whether our rows are there (see claimOn).
+		results, err = c.claimBatch(ctx, batch, unsure)
 		if err == nil || ctx.Err() != nil || errors.Is(err, errVanished) || (serverError(err) && !db.Retryable(err)) {
 			break
 		}
+		if !serverError(err) {
+			unsure = true
+		}
 		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
 	}
-	for i, r := range batch {
-		if err != nil {
-			r.done <- claimRes{err: err}
-			continue
-		}
-		r.done <- results[i]
+	return results, err
+}
+
+// rowError reports a server error caused by a value in some row (too long,
+// not a valid string for the column, out of range, invalid JSON), as
+// opposed to the connection or the server as a whole.
+func rowError(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
 	}
+	switch me.Number {
+	case 1048, 1264, 1265, 1292, 1366, 1406, 3140, 4025:
+		return true
+	}
+	return false
+}
+
+// rowRefused wraps the error of a delivery the database would not store,
+// so the ingest answers that sender 422 and the others as usual.
+func rowRefused(err error) error {
+	if rowError(err) {
+		return apperr.Wrap(apperr.Invalid, err, "the database refused to store this delivery (a value it cannot hold); it was not stored")
+	}
+	return err
 }
 
 // Statement shapes the claimer prepares.
 const (
-	shapeInsert = iota
+	shapeClaim = iota
 	shapeSelect
-	shapeDuplicates
 )
 
 // query returns the text of a statement shape for n rows, built once.
@@ -260,22 +349,26 @@ func (c *Claimer) query(shape, n int) string {
 	}
 	var q string
 	switch shape {
-	case shapeInsert:
-		q = `INSERT IGNORE INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)` +
-			strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", n-1)
+	case shapeClaim:
+		// A new delivery id inserts its row; a known one (the unique key,
+		// or the primary key when the row id is known) adds to the
+		// original's duplicate count. Not INSERT IGNORE: that would store a
+		// value MariaDB cannot hold cut or mangled instead of refusing it.
+		q = `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1) +
+			` ON DUPLICATE KEY UPDATE dup_count = dup_count + 1,
+				dup_first_at = IFNULL(dup_first_at, VALUES(received_at)),
+				dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(received_at)), VALUES(received_at))`
 	case shapeSelect:
 		q = `SELECT id, delivery_id FROM deliveries WHERE tenant_id = ? AND source_id = ? AND delivery_id IN (?` +
 			strings.Repeat(", ?", n-1) + `)`
-	case shapeDuplicates:
-		q = `INSERT INTO delivery_duplicates (tenant_id, id, source_id, delivery_row_id, received_at) VALUES (?, ?, ?, ?, ?)` +
-			strings.Repeat(", (?, ?, ?, ?, ?)", n-1)
 	}
 	c.queries[[2]int{shape, n}] = q
 	return q
 }
 
 // claimBatch runs one batch on one of the claimer's connections.
-func (c *Claimer) claimBatch(ctx context.Context, batch []*claimReq) ([]claimRes, error) {
+func (c *Claimer) claimBatch(ctx context.Context, batch []*claimReq, unsure bool) ([]claimRes, error) {
 	cc := <-c.conns
 	defer func() { c.conns <- cc }()
 	if cc != nil && time.Since(cc.opened) > claimConnMaxAge {
@@ -288,7 +381,7 @@ func (c *Claimer) claimBatch(ctx context.Context, batch []*claimReq) ([]claimRes
 			return nil, err
 		}
 	}
-	res, err := c.claimOn(ctx, cc, batch)
+	res, err := c.claimOn(ctx, cc, batch, unsure)
 	if err != nil && !serverError(err) {
 		cc.close()
 		cc = nil
@@ -296,35 +389,79 @@ func (c *Claimer) claimBatch(ctx context.Context, batch []*claimReq) ([]claimRes
 	return res, err
 }
 
-func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq) ([]claimRes, error) {
-	args := make([]any, 0, len(batch)*7)
+// vanishedOriginal is stored, failed, in the place of a duplicate whose
+// original this process remembered but which is gone (its tenant was
+// deleted): never in practice, and harmless if it happens.
+const vanishedOriginal = "the original of a duplicate was gone when the duplicate arrived"
+
+func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq, unsure bool) ([]claimRes, error) {
+	if unsure {
+		// A previous attempt's fate is unknown. If any of our own new rows
+		// is there, that statement committed (it is atomic): only the
+		// answers are missing.
+		owner, err := c.owners(ctx, cc, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range batch {
+			if r.known == "" && owner[[3]string{r.d.TenantID, r.d.SourceID, r.d.DeliveryID}] == r.d.ID {
+				return c.resolve(batch, owner)
+			}
+		}
+	}
+	args := make([]any, 0, len(batch)*9)
+	known := 0
 	for _, r := range batch {
 		d := r.d
-		args = append(args, d.TenantID, d.SourceID, d.ID, d.DeliveryID, d.Origin, d.Payload, d.ReceivedAt)
+		if r.known != "" {
+			known++
+			args = append(args, d.TenantID, d.SourceID, r.known, d.DeliveryID, d.Origin, []byte{}, d.ReceivedAt, "failed", vanishedOriginal)
+			continue
+		}
+		args = append(args, d.TenantID, d.SourceID, d.ID, d.DeliveryID, d.Origin, d.Payload, d.ReceivedAt, "received", nil)
 	}
-	res, err := cc.exec(ctx, c.query(shapeInsert, len(batch)), args...)
+	res, err := cc.exec(ctx, c.query(shapeClaim, len(batch)), args...)
 	if err != nil {
 		return nil, err
 	}
-	if n, err := res.RowsAffected(); err == nil && int(n) == len(batch) {
-		// Every row was inserted: all are new, no lookup needed (the
-		// common case: duplicates are the exception).
-		return claimResults(make([]claimRes, len(batch))).allNew(), nil
+	// Each inserted row counts 1, each counted duplicate 2.
+	if n, err := res.RowsAffected(); err == nil && int(n)-len(batch) == known {
+		out := make([]claimRes, len(batch))
+		for i, r := range batch {
+			if r.known != "" {
+				out[i] = claimRes{originalID: r.known}
+			} else {
+				out[i] = claimRes{isNew: true}
+			}
+		}
+		return out, nil
 	}
-	// Which row holds each key now? Grouped by (tenant, source) so every
-	// lookup is an IN list on the unique key's last column.
+	// Some delivery ids this process did not know were duplicates: which
+	// row holds each key now?
+	owner, err := c.owners(ctx, cc, batch)
+	if err != nil {
+		return nil, err
+	}
+	return c.resolve(batch, owner)
+}
+
+// owners looks up the row holding each unknown key of the batch, grouped
+// by (tenant, source) so every lookup is an IN list on the unique key's
+// last column.
+func (c *Claimer) owners(ctx context.Context, cc *claimConn, batch []*claimReq) (map[[3]string]string, error) {
 	type group struct {
 		tenantID, sourceID string
 		ids                []any
 	}
-	groups := map[[2]string]*group{}
+	var groups []*group
 	for _, r := range batch {
-		k := [2]string{r.d.TenantID, r.d.SourceID}
-		g := groups[k]
-		if g == nil {
-			g = &group{tenantID: r.d.TenantID, sourceID: r.d.SourceID}
-			groups[k] = g
+		if r.known != "" {
+			continue
 		}
+		if n := len(groups); n == 0 || groups[n-1].tenantID != r.d.TenantID || groups[n-1].sourceID != r.d.SourceID {
+			groups = append(groups, &group{tenantID: r.d.TenantID, sourceID: r.d.SourceID})
+		}
+		g := groups[len(groups)-1]
 		g.ids = append(g.ids, r.d.DeliveryID)
 	}
 	owner := map[[3]string]string{}
@@ -346,9 +483,16 @@ func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq)
 			return nil, err
 		}
 	}
+	return owner, nil
+}
+
+func (c *Claimer) resolve(batch []*claimReq, owner map[[3]string]string) ([]claimRes, error) {
 	out := make([]claimRes, len(batch))
-	var dupArgs []any
 	for i, r := range batch {
+		if r.known != "" {
+			out[i] = claimRes{originalID: r.known}
+			continue
+		}
 		id, ok := owner[[3]string{r.d.TenantID, r.d.SourceID, r.d.DeliveryID}]
 		switch {
 		case !ok:
@@ -357,15 +501,51 @@ func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq)
 			out[i] = claimRes{isNew: true}
 		default:
 			out[i] = claimRes{originalID: id}
-			dupArgs = append(dupArgs, r.d.TenantID, db.NewID(), r.d.SourceID, id, r.d.ReceivedAt)
-		}
-	}
-	if len(dupArgs) > 0 {
-		if _, err := cc.exec(ctx, c.query(shapeDuplicates, len(dupArgs)/5), dupArgs...); err != nil {
-			return nil, err
 		}
 	}
 	return out, nil
 }
 
 var errVanished = errors.New("webhooks: claimed delivery row not found")
+
+// knownIDs is a bounded map of recently claimed delivery ids to row ids,
+// in two generations: when the young one is full it becomes the old one,
+// and the old one is dropped, so memory stays bounded without per-entry
+// bookkeeping.
+type knownIDs struct {
+	mu         sync.Mutex
+	max        int
+	young, old map[string]string
+}
+
+const knownIDsSize = 1 << 16
+
+func (k *knownIDs) init(max int) {
+	k.max = max
+	k.young, k.old = make(map[string]string, max), map[string]string{}
+}
+
+func knownKey(tenantID, sourceID, deliveryID string) string {
+	return tenantID + sourceID + deliveryID // ids are 26 characters each
+}
+
+func (k *knownIDs) get(tenantID, sourceID, deliveryID string) (string, bool) {
+	key := knownKey(tenantID, sourceID, deliveryID)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id, ok := k.young[key]; ok {
+		return id, true
+	}
+	id, ok := k.old[key]
+	return id, ok
+}
+
+func (k *knownIDs) put(tenantID, sourceID, deliveryID, id string) {
+	key := knownKey(tenantID, sourceID, deliveryID)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.young) >= k.max {
+		k.old, k.young = k.young, make(map[string]string, k.max)
+	}
+	k.young[key] = id
+}

@@ -26,9 +26,15 @@ type Delivery struct {
 	Attempts    int        `db:"attempts" json:"attempts"`
 	LastError   *string    `db:"last_error" json:"last_error"`
 	State       string     `db:"state" json:"state"` // received | processed | failed
+	// Duplicates: arrivals of the same delivery id after this one.
+	DupCount    int        `db:"dup_count" json:"duplicates"`
+	DupFirstAt  *time.Time `db:"dup_first_at" json:"duplicate_first_at"`
+	DupLastAt   *time.Time `db:"dup_last_at" json:"duplicate_last_at"`
+	DupsCounted int        `db:"dups_counted" json:"-"` // how many of them leads.times_seen holds
 }
 
-const deliveryCols = `tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id, attempts, last_error, state`
+const deliveryCols = `tenant_id, source_id, id, delivery_id, origin, payload, received_at, processed_at, lead_id, attempts, last_error, state,
+	dup_count, dup_first_at, dup_last_at, dups_counted`
 
 // DeadLetter is a signed request Leadpipe could not use, kept for admins.
 type DeadLetter struct {

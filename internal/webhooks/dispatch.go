@@ -23,6 +23,13 @@ type Dispatcher struct {
 	Workers int // concurrent enqueuers (default 32)
 	Buffer  int // tasks waiting (default 8192)
 	Timeout time.Duration
+	// WarnEvery bounds the failure warnings: while Redis is down one line
+	// per interval says how many enqueues failed (default 10 s).
+	WarnEvery time.Duration
+
+	failMu   sync.Mutex
+	failed   int       // enqueues failed since the last warning
+	lastWarn time.Time // when the last warning was written
 
 	once   sync.Once
 	mu     sync.RWMutex
@@ -43,6 +50,9 @@ func (d *Dispatcher) start() {
 		}
 		if d.Timeout <= 0 {
 			d.Timeout = 500 * time.Millisecond
+		}
+		if d.WarnEvery <= 0 {
+			d.WarnEvery = 10 * time.Second
 		}
 		d.ch = make(chan dispatchItem, d.Buffer)
 		for i := 0; i < d.Workers; i++ {
@@ -102,6 +112,27 @@ func (d *Dispatcher) enqueue(it dispatchItem) {
 	defer cancel()
 	t, opts := NewProcessTask(it.tenantID, it.id)
 	if _, err := d.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		d.Log.WarnContext(ctx, "enqueue delivery failed; the sweeper will retry", "delivery", it.id, "err", err)
+		d.failure(err)
 	}
+}
+
+// failure counts a failed enqueue and writes one warning per WarnEvery
+// with the count, not one per delivery (a Redis outage under load would
+// otherwise flood the log).
+func (d *Dispatcher) failure(err error) {
+	d.failMu.Lock()
+	d.failed++
+	now := time.Now()
+	if now.Sub(d.lastWarn) < d.WarnEvery {
+		d.failMu.Unlock()
+		return
+	}
+	n, since := d.failed, d.lastWarn
+	d.failed, d.lastWarn = 0, now
+	d.failMu.Unlock()
+	args := []any{"failed", n, "err", err}
+	if !since.IsZero() {
+		args = append(args, "since", since.UTC().Format(time.RFC3339))
+	}
+	d.Log.Warn("enqueueing deliveries failed; the sweeper will queue them", args...)
 }

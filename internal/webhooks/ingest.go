@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/web"
@@ -107,13 +108,28 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		web.WriteProblem(w, r, http.StatusUnauthorized, signatureDetail(err), nil)
 		return
 	}
-	records, err := k.Parse(r.Header, body)
-	if err == nil {
-		// Map every record now: a record without a natural key is refused
-		// before any delivery id is used up.
-		for _, rec := range records {
-			if _, err = k.Map(rec.Raw); err != nil {
-				break
+	// A duplicate this process has seen recently, recognised by a delivery
+	// id in a header: it needs nothing from the body (the original was
+	// checked and stored), so it goes straight to its count.
+	var records []kinds.Record
+	if id := kinds.HeaderDeliveryID(k, r.Header); id != "" {
+		if _, ok := in.Claimer.Known(res.TenantID, src.ID, id); ok {
+			records = []kinds.Record{{DeliveryID: id, Raw: body}}
+		}
+	}
+	if records == nil {
+		records, err = k.Parse(r.Header, body)
+		if err == nil {
+			// Map every new record now: a record without a natural key is
+			// refused before any delivery id is used up. A known duplicate
+			// was mapped when it first came.
+			for _, rec := range records {
+				if _, known := in.Claimer.Known(res.TenantID, src.ID, rec.DeliveryID); known {
+					continue
+				}
+				if _, err = k.Map(rec.Raw); err != nil {
+					break
+				}
 			}
 		}
 	}
@@ -202,10 +218,7 @@ func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.S
 		keep[name] = strings.Join(vals, ", ")
 	}
 	hj, _ := json.Marshal(keep)
-	reason := cause.Error()
-	if len(reason) > 1000 {
-		reason = reason[:1000]
-	}
+	reason := leads.Clip(cause.Error(), 1000)
 	err = insertDeadLetter(ctx, in.DB, DeadLetter{TenantID: tenantID, SourceID: src.ID, ID: db.NewID(), Reason: reason,
 		Headers: hj, Body: stripped, ReceivedAt: now})
 	return db.MapErr(err, "", "")

@@ -170,7 +170,7 @@ func TestEveryKindEndToEnd(t *testing.T) {
 					t.Fatalf("lead fields %+v", l)
 				}
 			}
-			if l.Status != "new" || l.Version != 1 || l.TimesSeen != 1 {
+			if l.Status != "new" || l.Version != 1 || l.TimesSeen != 2 { // the delivery and its duplicate
 				t.Fatalf("lead state %+v", l)
 			}
 		})
@@ -217,8 +217,17 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 1 {
 		t.Fatalf("%d delivery rows", c)
 	}
-	if c := count(t, e, `SELECT COUNT(*) FROM delivery_duplicates WHERE tenant_id = ?`, ten.ID); c != n-1 {
-		t.Fatalf("%d duplicate rows", c)
+	// The duplicates are a count on the original, with first and last
+	// arrival; no row each.
+	var orig string
+	for id := range ids {
+		orig = id
+	}
+	if c := count(t, e, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, orig); c != n-1 {
+		t.Fatalf("dup_count %d, want %d", c, n-1)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_first_at <= dup_last_at AND dup_first_at >= received_at`, ten.ID); c != 1 {
+		t.Fatal("first/last duplicate arrival not recorded")
 	}
 	apptest.Eventually(t, 15*time.Second, "processed", func() bool {
 		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND processed_at IS NOT NULL`, ten.ID) == 1
@@ -226,8 +235,46 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID); c != 1 {
 		t.Fatalf("%d leads", c)
 	}
-	if c := count(t, e, `SELECT times_seen FROM leads WHERE tenant_id = ?`, ten.ID); c != 1 {
-		t.Fatalf("times_seen %d", c)
+	// times_seen: the delivery and its 49 duplicates (whether they came
+	// before or after processing).
+	apptest.Eventually(t, 10*time.Second, "times_seen 50", func() bool {
+		return count(t, e, `SELECT times_seen FROM leads WHERE tenant_id = ?`, ten.ID) == n
+	})
+	// The per-minute counters are exact.
+	apptest.Eventually(t, 10*time.Second, "counters flushed", func() bool {
+		return count(t, e, `SELECT IFNULL(SUM(deliveries), 0) FROM source_stats_minute WHERE tenant_id = ?`, ten.ID) == n
+	})
+	if c := count(t, e, `SELECT SUM(duplicates) FROM source_stats_minute WHERE tenant_id = ?`, ten.ID); c != n-1 {
+		t.Fatalf("duplicates counter %d, want %d", c, n-1)
+	}
+	// One timeline entry for all of them, through the API.
+	var leadID string
+	if err := e.App.DB.GetContext(context.Background(), &leadID, `SELECT id FROM leads WHERE tenant_id = ?`, ten.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := e.Do("GET", "/api/v1/leads/"+leadID+"/timeline", ten.Token, nil)
+	var tl struct {
+		Items []struct {
+			Kind       string     `json:"kind"`
+			Count      int        `json:"count"`
+			FirstAt    *time.Time `json:"first_at"`
+			LastAt     *time.Time `json:"last_at"`
+			DeliveryID string     `json:"delivery_id"`
+		} `json:"items"`
+	}
+	res.JSON(t, &tl)
+	dupEntries := 0
+	for _, it := range tl.Items {
+		if it.Kind != "duplicate" {
+			continue
+		}
+		dupEntries++
+		if it.Count != n-1 || it.DeliveryID != orig || it.FirstAt == nil || it.LastAt == nil || it.LastAt.Before(*it.FirstAt) {
+			t.Fatalf("duplicate entry %+v, want count %d of %s with first/last", it, n-1, orig)
+		}
+	}
+	if dupEntries != 1 {
+		t.Fatalf("%d duplicate entries in %s", dupEntries, res.Body)
 	}
 }
 
@@ -414,8 +461,11 @@ func TestOverlappingBatches(t *testing.T) {
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != ids {
 		t.Fatalf("%d delivery rows", c)
 	}
-	if c := count(t, e, `SELECT COUNT(*) FROM delivery_duplicates WHERE tenant_id = ?`, ten.ID); c != ids*(senders-1) {
-		t.Fatalf("%d duplicate rows, want %d", c, ids*(senders-1))
+	if c := count(t, e, `SELECT SUM(dup_count) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != ids*(senders-1) {
+		t.Fatalf("%d duplicates counted, want %d", c, ids*(senders-1))
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_count <> ?`, ten.ID, senders-1); c != 0 {
+		t.Fatalf("%d deliveries without %d duplicates", c, senders-1)
 	}
 }
 

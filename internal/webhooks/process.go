@@ -42,7 +42,14 @@ type Result struct {
 // Apply is THE path from a sender's record to a lead, shared by webhook
 // deliveries and reconcile: map the raw bytes with the source's kind and
 // upsert through the natural key, touching sender-owned fields only.
+// Reconcile and enrichment records are no webhook sightings: times_seen
+// stays as it is.
 func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Result, error) {
+	return apply(ctx, tx, tenantID, src, raw, 0, now)
+}
+
+// apply maps and upserts one record that adds sightings to times_seen.
+func apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, sightings int, now time.Time) (Result, error) {
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
 		return Result{}, err
@@ -53,7 +60,7 @@ func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, 
 	}
 	id, created, err := leads.UpsertFromSender(ctx, tx, tenantID, src.ID, leads.SenderRecord{
 		SourceRef: l.SourceRef, Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
-		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload,
+		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload, Sightings: sightings,
 	}, now)
 	return Result{LeadID: id, New: created, Lead: l}, err
 }
@@ -81,11 +88,14 @@ func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID
 			return err
 		}
 		now := p.now()
-		if res, err = Apply(ctx, tx, tenantID, src, d.Payload, now); err != nil {
+		// The delivery and the duplicates counted on it so far (the row is
+		// locked: later ones wait, then the sightings sync adds them).
+		if res, err = apply(ctx, tx, tenantID, src, d.Payload, 1+d.DupCount, now); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL
-			WHERE tenant_id = ? AND id = ?`, now, res.LeadID, tenantID, deliveryRowID)
+		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL,
+				dups_counted = ?
+			WHERE tenant_id = ? AND id = ?`, now, res.LeadID, d.DupCount, tenantID, deliveryRowID)
 		return err
 	})
 	if err != nil {
@@ -99,10 +109,7 @@ func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID
 
 // markFailed records a permanent failure so the sweeper stops re-queuing.
 func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = msg[:1000]
-	}
+	msg := leads.Clip(cause.Error(), 1000)
 	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
 		WHERE tenant_id = ? AND id = ? AND state = 'received'`, p.now(), msg, tenantID, id)
 	if err != nil {

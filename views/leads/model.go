@@ -202,6 +202,9 @@ type Event struct {
 	From, To string // status or owner names
 	Body     string // a note
 	Detail   string // e.g. the sender's delivery id
+	// Duplicates of one delivery: how many, first and last arrival.
+	Count           int
+	FirstAt, LastAt time.Time
 }
 
 // Conflict is a stale edit: someone saved first. The form is re-rendered

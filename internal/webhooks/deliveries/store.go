@@ -25,27 +25,27 @@ func NewStore(d *sqlx.DB) *Store { return &Store{DB: d} }
 
 // Delivery is one stored delivery with how often it arrived again.
 type Delivery struct {
-	ID              string     `db:"id"`
-	DeliveryID      string     `db:"delivery_id"`
-	Origin          string     `db:"origin"`
-	ReceivedAt      time.Time  `db:"received_at"`
-	ProcessedAt     *time.Time `db:"processed_at"`
-	LeadID          *string    `db:"lead_id"`
-	Attempts        int        `db:"attempts"`
-	LastError       *string    `db:"last_error"`
-	Size            int        `db:"size"`
-	Duplicates      int        `db:"duplicates"`
-	LastDuplicateAt *time.Time `db:"last_duplicate_at"`
+	ID               string     `db:"id"`
+	DeliveryID       string     `db:"delivery_id"`
+	Origin           string     `db:"origin"`
+	ReceivedAt       time.Time  `db:"received_at"`
+	ProcessedAt      *time.Time `db:"processed_at"`
+	LeadID           *string    `db:"lead_id"`
+	Attempts         int        `db:"attempts"`
+	LastError        *string    `db:"last_error"`
+	Size             int        `db:"size"`
+	Duplicates       int        `db:"duplicates"`
+	FirstDuplicateAt *time.Time `db:"first_duplicate_at"`
+	LastDuplicateAt  *time.Time `db:"last_duplicate_at"`
 }
 
-// Recent lists a source's newest deliveries with their duplicate arrivals
-// (index ix_deliveries_source_time, then ix_dups_delivery).
+// Recent lists a source's newest deliveries with their duplicate arrivals,
+// counted on the row (index ix_deliveries_source_time).
 func (s *Store) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]Delivery, error) {
 	var out []Delivery
 	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
 			d.attempts, d.last_error, LENGTH(d.payload) AS size,
-			(SELECT COUNT(*) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS duplicates,
-			(SELECT MAX(x.received_at) FROM delivery_duplicates x WHERE x.tenant_id = d.tenant_id AND x.delivery_row_id = d.id) AS last_duplicate_at
+			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
 		FROM deliveries d
 		WHERE d.tenant_id = ? AND d.source_id = ?
 		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, limit)
@@ -123,24 +123,27 @@ func (s *Store) ForLead(ctx context.Context, tenantID, leadID string, limit int)
 	return out, err
 }
 
-// LeadDuplicate is a re-delivery of one of a lead's deliveries.
+// LeadDuplicate is the duplicates of one of a lead's deliveries: counted
+// on the delivery, with first and last arrival.
 type LeadDuplicate struct {
-	ID         string    `db:"id"`
-	SourceID   string    `db:"source_id"`
-	DeliveryID string    `db:"delivery_row_id"` // Leadpipe's id of the original delivery
-	SenderID   string    `db:"delivery_id"`     // the sender's delivery id
-	ReceivedAt time.Time `db:"received_at"`
+	DeliveryID string    `db:"id"`          // Leadpipe's id of the original delivery
+	SourceID   string    `db:"source_id"`   //
+	SenderID   string    `db:"delivery_id"` // the sender's delivery id
+	Count      int       `db:"dup_count"`
+	FirstAt    time.Time `db:"dup_first_at"`
+	LastAt     time.Time `db:"dup_last_at"`
 	SourceName *string   `db:"source_name"`
 }
 
-// DuplicatesForLead lists the newest re-deliveries of a lead's deliveries.
+// DuplicatesForLead lists a lead's deliveries that arrived again, the
+// most recently repeated first.
 func (s *Store) DuplicatesForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDuplicate, error) {
 	var out []LeadDuplicate
-	err := s.DB.SelectContext(ctx, &out, `SELECT dd.id, dd.source_id, dd.delivery_row_id, d.delivery_id, dd.received_at,
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.dup_count, d.dup_first_at, d.dup_last_at,
 			s.name AS source_name
 		FROM deliveries d
-		JOIN delivery_duplicates dd ON dd.tenant_id = d.tenant_id AND dd.delivery_row_id = d.id
 		LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
-		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY dd.received_at DESC LIMIT ?`, tenantID, leadID, limit)
+		WHERE d.tenant_id = ? AND d.lead_id = ? AND d.dup_count > 0 AND d.dup_first_at IS NOT NULL AND d.dup_last_at IS NOT NULL
+		ORDER BY d.dup_last_at DESC LIMIT ?`, tenantID, leadID, limit)
 	return out, err
 }

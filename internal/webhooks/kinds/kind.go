@@ -274,3 +274,20 @@ func isEmptyConfig(config json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(config, &m) == nil && len(m) == 0 && s[0] == '{'
 }
+
+// HeaderDeliveryID returns the delivery id a request carries in a header
+// (standard: webhook-id; generic with delivery_id_header), exactly as Parse
+// would return it, or "" when the kind takes it from the body. It lets the
+// ingest path recognise a duplicate right after the signature check,
+// without reading the body again.
+func HeaderDeliveryID(k Kind, h http.Header) string {
+	switch k := k.(type) {
+	case standardKind:
+		return cleanID(h.Get(headerWebhookID))
+	case *genericKind:
+		if k.idHeader != "" {
+			return cleanID(h.Get(k.idHeader))
+		}
+	}
+	return ""
+}
