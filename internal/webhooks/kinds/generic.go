@@ -308,6 +308,9 @@ func (p *jsonPath) lookup(raw []byte) json.RawMessage {
 	if p == nil {
 		return nil
 	}
+	if len(p.segs) == 0 && !json.Valid(raw) {
+		return nil // "$" names the whole document, which must be one
+	}
 	cur := json.RawMessage(raw)
 	for _, seg := range p.segs {
 		if seg.index < 0 {
