@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/tenants"
 )
 
 // Row states.
@@ -268,32 +269,25 @@ const purgeBatch = 1000
 // Purge deletes expired keys, tenant by tenant in batches, and returns how
 // many it deleted. A claim whose lock is still held is left alone.
 func (s *Store) Purge(ctx context.Context) (int, error) {
-	var tenantIDs []string
-	if err := s.DB.SelectContext(ctx, &tenantIDs, `SELECT DISTINCT tenant_id FROM idempotency_keys`); err != nil {
-		return 0, err
-	}
 	now := s.now()
 	total := 0
-	for _, t := range tenantIDs {
+	err := tenants.ForEach(ctx, s.DB, func(tenantID string) error {
 		for {
 			res, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys
 				WHERE tenant_id = ? AND expires_at <= ? AND (state = 'completed' OR locked_until <= ?) LIMIT ?`,
-				t, now, now, purgeBatch)
+				tenantID, now, now, purgeBatch)
 			if err != nil {
-				return total, err
+				return err
 			}
 			n, err := res.RowsAffected()
 			if err != nil {
-				return total, err
+				return err
 			}
 			total += int(n)
 			if n < purgeBatch {
-				break
-			}
-			if ctx.Err() != nil {
-				return total, ctx.Err()
+				return nil
 			}
 		}
-	}
-	return total, nil
+	})
+	return total, err
 }

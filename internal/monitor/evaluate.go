@@ -53,17 +53,14 @@ func (s *Service) windowSums(ctx context.Context, tenantID string, ids []string,
 // itself once the condition has been false for a whole window. Firing and
 // resolving are recorded as alert_events in the same transaction.
 func (s *Service) Evaluate(ctx context.Context, now time.Time) error {
-	ts, err := s.Tenants.Tenants(ctx)
-	if err != nil {
-		return err
-	}
 	var errs []error
-	for _, t := range ts {
-		if err := s.EvaluateTenant(ctx, t.ID, now); err != nil {
-			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
+	err := s.Tenants.ForEach(ctx, func(tenantID string) error {
+		if err := s.EvaluateTenant(ctx, tenantID, now); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", tenantID, err)) // one tenant's failure does not stop the others
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 type openKey struct{ source, rule string }

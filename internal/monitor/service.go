@@ -299,23 +299,19 @@ func (s *Service) ResetRules(ctx context.Context, tenantID, sourceID string) (Ru
 
 // Purge deletes per-minute and hourly rows beyond their retention.
 func (s *Service) Purge(ctx context.Context, now time.Time) error {
-	ts, err := s.Tenants.Tenants(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		srcs, err := s.Sources.List(ctx, t.ID)
+	return s.Tenants.ForEach(ctx, func(tenantID string) error {
+		srcs, err := s.Sources.List(ctx, tenantID)
 		if err != nil {
 			return err
 		}
 		for _, src := range srcs {
-			if _, err := purgeStats(ctx, s.DB, tableMinute, t.ID, src.ID, now.Add(-s.MinuteRetention)); err != nil {
+			if _, err := purgeStats(ctx, s.DB, tableMinute, tenantID, src.ID, now.Add(-s.MinuteRetention)); err != nil {
 				return err
 			}
-			if _, err := purgeStats(ctx, s.DB, tableHour, t.ID, src.ID, now.Add(-s.HourRetention)); err != nil {
+			if _, err := purgeStats(ctx, s.DB, tableHour, tenantID, src.ID, now.Add(-s.HourRetention)); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

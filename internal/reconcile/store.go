@@ -157,9 +157,3 @@ func purgeRuns(ctx context.Context, x db.Ext, tenantID string, before time.Time)
 	}
 	return res.RowsAffected()
 }
-
-func tenantIDs(ctx context.Context, x db.Ext) ([]string, error) {
-	var ids []string
-	err := x.SelectContext(ctx, &ids, `SELECT id FROM tenants ORDER BY id`)
-	return ids, err
-}

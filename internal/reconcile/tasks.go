@@ -14,6 +14,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/tenants"
 )
 
 // Task types.
@@ -72,20 +73,16 @@ func WindowStart(now time.Time, interval time.Duration, sourceID string) time.Ti
 // running by a dead worker. Returns how many tasks it enqueued.
 func (s *Service) EnqueueDue(ctx context.Context) (int, error) {
 	now := s.now()
-	ids, err := tenantIDs(ctx, s.DB)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, tid := range ids {
+	err := tenants.ForEach(ctx, s.DB, func(tid string) error {
 		if k, err := abandonStale(ctx, s.DB, tid, "", now.Add(-s.staleAfter()), now); err != nil {
-			return n, err
+			return err
 		} else if k > 0 {
 			s.log().WarnContext(ctx, "reconcile runs abandoned by a stopped worker marked failed", "tenant_id", tid, "count", k)
 		}
 		due, err := reconcilableSources(ctx, s.DB, tid)
 		if err != nil {
-			return n, err
+			return err
 		}
 		for _, d := range due {
 			interval := time.Duration(d.IntervalS) * time.Second
@@ -101,11 +98,12 @@ func (s *Service) EnqueueDue(ctx context.Context) (int, error) {
 				n++
 			case errors.Is(err, asynq.ErrTaskIDConflict), errors.Is(err, asynq.ErrDuplicateTask):
 			default:
-				return n, fmt.Errorf("reconcile: enqueue %s: %w", d.ID, err)
+				return fmt.Errorf("reconcile: enqueue %s: %w", d.ID, err)
 			}
 		}
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }
 
 // HandleTick is TypeTick's handler.
@@ -192,21 +190,16 @@ func (s *Service) claimWindow(ctx context.Context, tenantID, sourceID string, wi
 
 // HandlePurge is TypePurge's handler: finished runs older than Retention go.
 func (s *Service) HandlePurge(ctx context.Context, _ *asynq.Task) error {
-	ids, err := tenantIDs(ctx, s.DB)
-	if err != nil {
-		return err
-	}
 	before := s.now().Add(-s.retention())
-	for _, tid := range ids {
+	return tenants.ForEach(ctx, s.DB, func(tid string) error {
 		for {
 			n, err := purgeRuns(ctx, s.DB, tid, before)
 			if err != nil {
 				return err
 			}
 			if n < 1000 {
-				break
+				return nil
 			}
 		}
-	}
-	return nil
+	})
 }

@@ -110,6 +110,11 @@ func (s *Service) Tenant(ctx context.Context, id string) (Tenant, error) {
 // Tenants lists every tenant (operator).
 func (s *Service) Tenants(ctx context.Context) ([]Tenant, error) { return listTenants(ctx, s.DB) }
 
+// ForEach calls fn with every tenant's id (see the package function).
+func (s *Service) ForEach(ctx context.Context, fn func(tenantID string) error) error {
+	return ForEach(ctx, s.DB, fn)
+}
+
 func passwordProblem(p string) string {
 	if len(p) < 10 {
 		return "must be at least 10 characters"
@@ -188,8 +193,7 @@ func (s *Service) SetUserRole(ctx context.Context, tenantID, id, role string) er
 	if _, err := getUser(ctx, s.DB, tenantID, id); err != nil {
 		return err
 	}
-	_, err := s.DB.ExecContext(ctx, `UPDATE users SET role = ? WHERE tenant_id = ? AND id = ?`, role, tenantID, id)
-	return err
+	return updateUserRole(ctx, s.DB, tenantID, id, role)
 }
 
 // SetUserDisabled disables or re-enables a user; disabling ends their sessions.
@@ -203,12 +207,11 @@ func (s *Service) SetUserDisabled(ctx context.Context, tenantID, id string, disa
 		at = &n
 	}
 	return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET disabled_at = ? WHERE tenant_id = ? AND id = ?`, at, tenantID, id); err != nil {
+		if err := updateUserDisabledAt(ctx, tx, tenantID, id, at); err != nil {
 			return err
 		}
 		if disabled {
-			_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND user_id = ?`, tenantID, id)
-			return err
+			return deleteUserSessions(ctx, tx, tenantID, id)
 		}
 		return nil
 	})
@@ -267,12 +270,8 @@ func (s *Service) Tokens(ctx context.Context, tenantID string) ([]Token, error) 
 
 // RevokeToken revokes a token at once.
 func (s *Service) RevokeToken(ctx context.Context, tenantID, id string) error {
-	var n int
-	if err := s.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM api_tokens WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
+	if err := tokenExists(ctx, s.DB, tenantID, id); err != nil {
 		return err
-	}
-	if n == 0 {
-		return apperr.New(apperr.NotFound, "token not found")
 	}
 	_, err := revokeToken(ctx, s.DB, tenantID, id, s.now())
 	return err
@@ -299,7 +298,7 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (Principa
 	// Recording last use is best effort and at most once a minute per token.
 	now := s.now()
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
-		_, _ = s.DB.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE tenant_id = ? AND id = ?`, now, tenantID, t.ID)
+		_ = touchToken(ctx, s.DB, tenantID, t.ID, now)
 	}
 	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin}, nil
 }
@@ -316,9 +315,7 @@ func (s *Service) CreateSession(ctx context.Context, u User) (string, error) {
 	id := db.NewID()
 	secret := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, user_id, token_hash, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL))
-	if err != nil {
+	if err := insertSession(ctx, s.DB, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	return u.TenantID + "." + id + "." + secret, nil
@@ -331,14 +328,9 @@ func (s *Service) SessionUser(ctx context.Context, cookie string) (User, error) 
 	if len(parts) != 3 || !db.ValidID(parts[0]) || !db.ValidID(parts[1]) {
 		return User{}, bad
 	}
-	var row struct {
-		UserID    string    `db:"user_id"`
-		Hash      []byte    `db:"token_hash"`
-		ExpiresAt time.Time `db:"expires_at"`
-	}
-	err := s.DB.GetContext(ctx, &row, `SELECT user_id, token_hash, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`, parts[0], parts[1])
+	row, err := getSession(ctx, s.DB, parts[0], parts[1])
 	if err != nil {
-		if err := db.MapErr(err, "", ""); apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, apperr.NotFound) {
 			return User{}, bad
 		}
 		return User{}, err
@@ -359,6 +351,5 @@ func (s *Service) EndSession(ctx context.Context, cookie string) error {
 	if len(parts) != 3 {
 		return nil
 	}
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, parts[0], parts[1])
-	return err
+	return deleteSession(ctx, s.DB, parts[0], parts[1])
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"time"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 )
+
+// This file holds every SQL statement on the tenants area's tables:
+// tenants, users, user_logins, api_tokens and sessions.
 
 const tenantCols = `id, slug, name, created_at`
 const userCols = `tenant_id, id, email, name, role, disabled_at, created_at`
@@ -33,6 +37,42 @@ func listTenants(ctx context.Context, x db.Ext) ([]Tenant, error) {
 	var ts []Tenant
 	err := x.SelectContext(ctx, &ts, `SELECT `+tenantCols+` FROM tenants ORDER BY slug`)
 	return ts, err
+}
+
+// tenantPage is how many tenant ids ForEach reads at a time.
+const tenantPage = 500
+
+// ForEach calls fn with every tenant's id, in id order, reading the ids a
+// page at a time (periodic work that visits every tenant: reconcile, the
+// sweeper, purges, alert evaluation). It stops at the first error fn
+// returns, or when ctx ends; to carry on past a tenant's failure, collect
+// the error in fn and return nil.
+func ForEach(ctx context.Context, x db.Ext, fn func(tenantID string) error) error {
+	after := ""
+	for {
+		ids, err := tenantIDsAfter(ctx, x, after, tenantPage)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(id); err != nil {
+				return err
+			}
+		}
+		if len(ids) < tenantPage {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+func tenantIDsAfter(ctx context.Context, x db.Ext, after string, limit int) ([]string, error) {
+	var ids []string
+	err := x.SelectContext(ctx, &ids, `SELECT id FROM tenants WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+	return ids, err
 }
 
 func insertUser(ctx context.Context, x db.Ext, u User, hash string) error {
@@ -95,4 +135,59 @@ func revokeToken(ctx context.Context, x db.Ext, tenantID, id string, now time.Ti
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+func updateUserRole(ctx context.Context, x db.Ext, tenantID, id, role string) error {
+	_, err := x.ExecContext(ctx, `UPDATE users SET role = ? WHERE tenant_id = ? AND id = ?`, role, tenantID, id)
+	return err
+}
+
+func updateUserDisabledAt(ctx context.Context, x db.Ext, tenantID, id string, at *time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE users SET disabled_at = ? WHERE tenant_id = ? AND id = ?`, at, tenantID, id)
+	return err
+}
+
+func tokenExists(ctx context.Context, x db.Ext, tenantID, id string) error {
+	var n int
+	if err := x.GetContext(ctx, &n, `SELECT COUNT(*) FROM api_tokens WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.New(apperr.NotFound, "token not found")
+	}
+	return nil
+}
+
+// touchToken records a token's last use.
+func touchToken(ctx context.Context, x db.Ext, tenantID, id string, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE tenant_id = ? AND id = ?`, now, tenantID, id)
+	return err
+}
+
+func insertSession(ctx context.Context, x db.Ext, tenantID, id, userID string, hash []byte, now, expires time.Time) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, user_id, token_hash, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, tenantID, id, userID, hash, now, expires)
+	return err
+}
+
+type sessionRow struct {
+	UserID    string    `db:"user_id"`
+	Hash      []byte    `db:"token_hash"`
+	ExpiresAt time.Time `db:"expires_at"`
+}
+
+func getSession(ctx context.Context, x db.Ext, tenantID, id string) (sessionRow, error) {
+	var row sessionRow
+	err := x.GetContext(ctx, &row, `SELECT user_id, token_hash, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return row, db.MapErr(err, "session not found", "")
+}
+
+func deleteUserSessions(ctx context.Context, x db.Ext, tenantID, userID string) error {
+	_, err := x.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND user_id = ?`, tenantID, userID)
+	return err
+}
+
+func deleteSession(ctx context.Context, x db.Ext, tenantID, id string) error {
+	_, err := x.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return err
 }
