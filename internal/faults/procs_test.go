@@ -106,6 +106,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the built binaries when the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
 func binaries(t *testing.T) (server, worker string) {
 	t.Helper()
 	buildOnce.Do(func() {
