@@ -1,0 +1,70 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"leadpipe/internal/db"
+)
+
+// Outbox writes events in the caller's transaction. The zero value works
+// (wall clock).
+type Outbox struct {
+	Now func() time.Time
+}
+
+// Outbox returns an outbox sharing the service's clock.
+func (s *Service) Outbox() *Outbox { return &Outbox{Now: s.Now} }
+
+// Emit records ev in tx, the transaction of the change that causes it: the
+// event exists exactly when the change committed. The relay picks it up
+// after the commit. The per-resource sequence row stays locked until tx
+// ends, so a resource's events are numbered in commit order.
+func (o *Outbox) Emit(ctx context.Context, tx db.Ext, tenantID string, ev Event) error {
+	if tx == nil {
+		return errors.New("events: Emit needs the caller's transaction")
+	}
+	if !KnownType(ev.Type) {
+		return fmt.Errorf("events: unknown event type %q", ev.Type)
+	}
+	if !db.ValidID(ev.ResourceID) {
+		return fmt.Errorf("events: resource id %q is not an id", ev.ResourceID)
+	}
+	data, ok := ev.Data.(json.RawMessage)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(ev.Data); err != nil {
+			return fmt.Errorf("events: encoding %s data: %w", ev.Type, err)
+		}
+	}
+	now := time.Now()
+	if o != nil && o.Now != nil {
+		now = o.Now()
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	// LAST_INSERT_ID(expr) hands the new value back in the OK packet: one
+	// round trip for the increment and the read.
+	res, err := tx.ExecContext(ctx, `INSERT INTO event_sequences (tenant_id, resource_id, seq) VALUES (?, ?, LAST_INSERT_ID(1))
+ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)`, tenantID, ev.ResourceID)
+	if err != nil {
+		return fmt.Errorf("events: sequence: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("events: sequence: %w", err)
+	}
+	env := Envelope{ID: db.NewID(), Type: ev.Type, CreatedAt: now, Sequence: seq, Data: data}
+	body, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("events: encoding the envelope: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (tenant_id, id, type, resource_id, sequence, body, created_at, pending)
+VALUES (?, ?, ?, ?, ?, ?, ?, 1)`, tenantID, env.ID, env.Type, ev.ResourceID, seq, body, now)
+	if err != nil {
+		return fmt.Errorf("events: outbox insert: %w", err)
+	}
+	return nil
+}
