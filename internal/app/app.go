@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
+	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/secretbox"
@@ -47,6 +48,7 @@ type App struct {
 
 	Tenants *tenants.Service
 	Sources *sources.Service
+	Events  *events.Service
 	Web     *web.Server
 
 	closers  []func()
@@ -125,6 +127,12 @@ func (a *App) RunWorker(ctx context.Context, concurrency int) error {
 	if err := srv.Start(a.Jobs.Mux()); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	stopEvents, err := a.runEvents(ctx)
+	if err != nil {
+		srv.Shutdown()
+		return fmt.Errorf("worker: events: %w", err)
+	}
+	defer stopEvents()
 	host, _ := os.Hostname()
 	sched := &jobs.Scheduler{Client: a.Queue, Redis: a.RDB, Log: a.Log.With("component", "scheduler"),
 		Periodics: a.Jobs.Periodics(), ID: fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()),

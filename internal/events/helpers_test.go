@@ -47,14 +47,14 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	t       *testing.T
-	DB      *sqlx.DB
-	S       *events.Service
-	Clock   *clock
-	Tenants []string
-	Queue   *asynq.Client
+	t        *testing.T
+	DB       *sqlx.DB
+	S        *events.Service
+	Clock    *clock
+	Tenants  []string
+	Queue    *asynq.Client
 	disabled []string // endpoint ids OnDisabled was called for
-	mu      sync.Mutex
+	mu       sync.Mutex
 }
 
 type envOpts struct {

@@ -228,3 +228,19 @@ func (s *Scheduler) EnqueueDue(ctx context.Context) {
 		}
 	}
 }
+
+// NewEventsServer is a separate Asynq server for one queue of network-bound
+// tasks (outbound webhook attempts): their workers never compete with the
+// ones processing inbound deliveries.
+func NewEventsServer(opt asynq.RedisClientOpt, log *slog.Logger, concurrency int, queue string) *asynq.Server {
+	return asynq.NewServer(opt, asynq.Config{
+		Concurrency:     concurrency,
+		Queues:          map[string]int{queue: 1},
+		Logger:          slogAdapter{log.With("component", "asynq", "queue", queue)},
+		LogLevel:        asynq.WarnLevel,
+		ShutdownTimeout: 20 * time.Second,
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			log.Warn("task failed", "type", t.Type(), "queue", queue, "err", err)
+		}),
+	})
+}

@@ -162,3 +162,61 @@ func (s *Service) Ack(ctx context.Context, tenantID, alertID, by string) (Alert,
 	})
 	return out, err
 }
+
+// RuleEndpointDisabled is the alert an outbound endpoint gets when it is
+// disabled by itself (410 Gone, 5 days of failures). Its source_id holds
+// the endpoint id: one open alert per endpoint.
+const RuleEndpointDisabled = "endpoint_disabled"
+
+// OpenEndpointAlert fires the endpoint_disabled alert in tx (the
+// transaction that disabled the endpoint); an open one is kept.
+func (s *Service) OpenEndpointAlert(ctx context.Context, tx db.Ext, tenantID, endpointID string, detail map[string]any) error {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	var open int
+	if err := tx.GetContext(ctx, &open, `SELECT COUNT(*) FROM alerts WHERE tenant_id = ? AND source_id = ? AND rule = ? AND open_key = 1`,
+		tenantID, endpointID, RuleEndpointDisabled); err != nil {
+		return err
+	}
+	if open > 0 {
+		return nil
+	}
+	now := s.now().Truncate(time.Microsecond)
+	a := Alert{TenantID: tenantID, ID: db.NewID(), SourceID: endpointID, Rule: RuleEndpointDisabled, State: StateOpen, FiredAt: now, Detail: b}
+	if err := insertAlert(ctx, tx, a); err != nil {
+		return err
+	}
+	if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
+		return err
+	}
+	if s.OnFired != nil {
+		return s.OnFired(ctx, tx, tenantID, a)
+	}
+	return nil
+}
+
+// ResolveEndpointAlert resolves the endpoint's open endpoint_disabled
+// alert (it was re-enabled), in tx.
+func (s *Service) ResolveEndpointAlert(ctx context.Context, tx db.Ext, tenantID, endpointID string) error {
+	var open []Alert
+	if err := tx.SelectContext(ctx, &open, `SELECT tenant_id, id, source_id, rule, state, fired_at, resolved_at, acknowledged_at,
+acknowledged_by, detail, clear_since FROM alerts WHERE tenant_id = ? AND source_id = ? AND rule = ? AND open_key = 1`,
+		tenantID, endpointID, RuleEndpointDisabled); err != nil {
+		return err
+	}
+	now := s.now().Truncate(time.Microsecond)
+	for _, a := range open {
+		ok, err := resolveAlert(ctx, tx, tenantID, a.ID, now)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := insertEvent(ctx, tx, a, EventResolved, now, "", json.RawMessage(`{"summary":"the endpoint was enabled again"}`)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

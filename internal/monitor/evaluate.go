@@ -155,7 +155,13 @@ func (s *Service) fire(ctx context.Context, tenantID, sourceID, rule string, now
 		if err := insertAlert(ctx, tx, a); err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, a, EventFired, now, "", b)
+		if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
+			return err
+		}
+		if s.OnFired != nil {
+			return s.OnFired(ctx, tx, tenantID, a)
+		}
+		return nil
 	})
 	if db.IsDuplicate(err) {
 		return nil // another evaluator fired it first

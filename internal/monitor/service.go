@@ -26,6 +26,10 @@ type Service struct {
 
 	// Retention of the per-minute and hourly rows (daily rows are kept).
 	MinuteRetention, HourRetention time.Duration
+
+	// OnFired runs in the transaction that fires an alert (outbound
+	// alert.fired events are written there: internal/events).
+	OnFired func(ctx context.Context, tx db.Ext, tenantID string, a Alert) error
 }
 
 // NewService builds the service.

@@ -19,3 +19,17 @@ func (s *Server) openAPISpec(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	_, _ = w.Write(OpenAPISpec)
 }
+
+// AsyncAPISpec is the AsyncAPI 3.0 document of the outbound events; its
+// lead and alert schemas are references into openapi.yaml.
+//
+//go:embed asyncapi.yaml
+var AsyncAPISpec []byte
+
+// asyncAPISpec serves GET /api/asyncapi.yaml (no authentication).
+func (s *Server) asyncAPISpec(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(AsyncAPISpec)))
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(AsyncAPISpec)
+}

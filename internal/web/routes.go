@@ -23,6 +23,7 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/api/openapi.yaml", s.openAPISpec)
+	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
 	if s.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", s.Metrics)
 	}
@@ -49,6 +50,8 @@ func (s *Server) Routes() http.Handler {
 		s.monitorRoutes(r)
 		// routes:reconcile
 		s.reconcileRoutes(r)
+		// routes:events
+		s.eventRoutes(r)
 	})
 	// routes:ui
 	s.uiRoutes(r)

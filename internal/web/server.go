@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"leadpipe/internal/config"
+	"leadpipe/internal/events"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
@@ -38,6 +39,8 @@ type Server struct {
 	Monitor *monitor.Service // duplicate-rate statistics, alert rules and alerts
 	// anchor:reconcile
 	Reconcile *reconcile.Service // reconcile runs: list and "Reconcile now"
+	// anchor:events
+	Events *events.Service // outbound endpoints, events, attempts, replay
 	// anchor:ui
 	ui *uiState // web UI state (login limiter, CSRF guard), built by uiRoutes
 

@@ -1,0 +1,231 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/events"
+)
+
+// eventRoutes are the outbound webhook endpoints of the tenant API
+// (PRODUCT.md §9).
+func (s *Server) eventRoutes(r chi.Router) {
+	if s.Events == nil {
+		return
+	}
+	r.Get("/endpoints", s.listEndpoints)
+	r.Post("/endpoints", s.createEndpoint)
+	r.Get("/endpoints/{id}", s.getEndpoint)
+	r.Patch("/endpoints/{id}", s.patchEndpoint)
+	r.Delete("/endpoints/{id}", s.deleteEndpoint)
+	r.Post("/endpoints/{id}/rotate-secret", s.rotateEndpointSecret)
+	r.Get("/endpoints/{id}/attempts", s.listEndpointAttempts)
+	r.Post("/endpoints/{id}/recover", s.recoverEndpoint)
+	r.Get("/events", s.listEvents)
+	r.Get("/events/{id}", s.getEvent)
+	r.Get("/events/{id}/attempts", s.listEventAttempts)
+	r.Post("/events/{id}/replay", s.replayEvent)
+}
+
+func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	list, err := s.Events.List(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+}
+
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	var in events.CreateInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	ep, err := s.Events.Create(r.Context(), Tenant(r), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/endpoints/"+ep.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusCreated, ep)
+}
+
+func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
+	ep, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, ep)
+}
+
+func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+	// Another tenant's id answers 404 before the body is looked at.
+	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var in events.PatchInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	ep, err := s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, ep)
+}
+
+func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if err := s.Events.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// optionalBody decodes a JSON body that may be absent.
+func optionalBody(w http.ResponseWriter, r *http.Request, v any) error {
+	b, err := ReadBody(w, r)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	return UnmarshalBody(b, v)
+}
+
+func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var in events.RotateInput
+	if err := optionalBody(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	ep, err := s.Events.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusOK, ep)
+}
+
+// pageQuery reads ?cursor=&limit= (limit 1–200, default 50).
+func pageQuery(r *http.Request) (cursor string, limit int, err error) {
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" {
+		n, convErr := strconv.Atoi(v)
+		if convErr != nil || n < 1 || n > 200 {
+			return "", 0, apperr.InvalidFields(map[string]string{"limit": "must be a whole number from 1 to 200"})
+		}
+		limit = n
+	}
+	return q.Get("cursor"), limit, nil
+}
+
+func writePage[T any](w http.ResponseWriter, items []T, next string) {
+	var nc *string
+	if next != "" {
+		nc = &next
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
+}
+
+func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
+	cursor, limit, err := pageQuery(r)
+	if err == nil {
+		var items []events.Attempt
+		var next string
+		items, next, err = s.Events.Attempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+		if err == nil {
+			writePage(w, items, next)
+			return
+		}
+	}
+	WriteError(w, r, s.Log, err)
+}
+
+func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var in events.RecoverInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	cursor, limit, err := pageQuery(r)
+	if err == nil {
+		var items []events.EventView
+		var next string
+		items, next, err = s.Events.Events(r.Context(), Tenant(r), r.URL.Query().Get("type"), cursor, limit)
+		if err == nil {
+			writePage(w, items, next)
+			return
+		}
+	}
+	WriteError(w, r, s.Log, err)
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
+	v, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	if v.Deliveries == nil {
+		v.Deliveries = []events.DeliveryRow{}
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
+	cursor, limit, err := pageQuery(r)
+	if err == nil {
+		var items []events.Attempt
+		var next string
+		items, next, err = s.Events.EventAttempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+		if err == nil {
+			writePage(w, items, next)
+			return
+		}
+	}
+	WriteError(w, r, s.Log, err)
+}
+
+func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	var in events.ReplayInput
+	if err := optionalBody(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+}
