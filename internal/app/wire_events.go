@@ -69,4 +69,3 @@ func (a *App) runEvents(ctx context.Context) (stop func(), err error) {
 	go func() { defer close(done); (&events.Relay{S: a.Events}).Run(rctx) }()
 	return func() { cancel(); <-done; srv.Shutdown() }, nil
 }
-
