@@ -232,7 +232,7 @@ func (s *Scheduler) EnqueueDue(ctx context.Context) {
 // NewEventsServer is a separate Asynq server for one queue of network-bound
 // tasks (outbound webhook attempts): their workers never compete with the
 // ones processing inbound deliveries.
-func NewEventsServer(opt asynq.RedisClientOpt, log *slog.Logger, concurrency int, queue string) *asynq.Server {
+func NewEventsServer(opt asynq.RedisConnOpt, log *slog.Logger, concurrency int, queue string) *asynq.Server {
 	return asynq.NewServer(opt, asynq.Config{
 		Concurrency:     concurrency,
 		Queues:          map[string]int{queue: 1},

@@ -69,7 +69,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/settings/tokens", s.uiTokens)
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
-				r.Get("/settings/endpoints", s.uiEndpoints)
+				s.endpointUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
 				r.Post("/monitor/sources/{id}/rules", s.uiSaveRules)

@@ -238,10 +238,6 @@ func (s *Server) uiRevokeToken(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/settings/tokens")
 }
 
-func (s *Server) uiEndpoints(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, settings.Endpoints(s.page(w, r, "Outbound endpoints", "endpoints")))
-}
-
 // fieldErrors turns a service's field problems into sentences for forms.
 func fieldErrors(err error) map[string]string {
 	out := map[string]string{}
