@@ -13,6 +13,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/events"
+	"leadpipe/internal/idempotency"
 	epviews "leadpipe/views/endpoints"
 )
 
@@ -88,7 +89,7 @@ func (s *Server) uiCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		Events: r.PostForm["events"]}
 	form := epviews.Form{URL: in.URL, Description: in.Description, Events: in.Events, Key: r.PostFormValue("key")}
 	var created events.Endpoint
-	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "endpoints", func() (string, error) {
+	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "endpoints", func(*idempotency.Key) (string, error) {
 		ep, err := s.Events.Create(r.Context(), sess.Tenant.ID, in)
 		created = ep
 		return "/settings/endpoints/" + ep.ID, err
