@@ -6,6 +6,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/outbound"
 )
@@ -51,6 +52,11 @@ func (a *App) wireEvents(ctx context.Context) error {
 		}
 		svc.OnEnabled = func(ctx context.Context, tx db.Ext, tenantID string, ep events.Endpoint) error {
 			return mon.ResolveEndpointAlert(ctx, tx, tenantID, ep.ID)
+		}
+	}
+	if ls := a.Web.Leads; ls != nil {
+		ls.Emit = func(ctx context.Context, tx db.Ext, tenantID, typ string, l leads.Lead) error {
+			return outbox.Emit(ctx, tx, tenantID, events.Event{Type: typ, ResourceID: l.ID, Data: l})
 		}
 	}
 	a.Jobs.Handle(events.TypeDeliver, svc.HandleDeliver)

@@ -160,6 +160,16 @@ func (s *Service) record(ctx context.Context, d DeliveryRow, ep Endpoint, a Atte
 	now := a.AttemptedAt
 	var token string
 	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		// The endpoint row first: every transaction that moves deliveries
+		// of an endpoint (this one, Pump) takes it before any delivery row,
+		// so they queue up instead of deadlocking.
+		cur, err := getEndpoint(ctx, tx, d.TenantID, ep.ID, true)
+		if isNoRows(err) {
+			return nil // deleted meanwhile, with its deliveries
+		}
+		if err != nil {
+			return err
+		}
 		if err := insertAttempt(ctx, tx, a); err != nil {
 			return err
 		}
@@ -177,7 +187,7 @@ func (s *Service) record(ctx context.Context, d DeliveryRow, ep Endpoint, a Atte
 			if retryAfter > 0 {
 				delay = min(retryAfter, 24*time.Hour)
 			}
-			if more && ep.Enabled {
+			if more && cur.Enabled {
 				state, next = StatePending, now.Add(delay)
 			}
 		}
@@ -188,13 +198,6 @@ func (s *Service) record(ctx context.Context, d DeliveryRow, ep Endpoint, a Atte
 		if _, err := tx.ExecContext(ctx, `UPDATE event_deliveries SET state = ?, next_attempt_at = ?, lease_until = NULL,
 last_status = ?, last_error = ?, delivered_at = COALESCE(?, delivered_at), updated_at = ?
 WHERE tenant_id = ? AND id = ? AND attempts = ?`, state, next, a.Status, lastErr, deliveredAt, now, d.TenantID, d.ID, a.Attempt); err != nil {
-			return err
-		}
-		cur, err := getEndpoint(ctx, tx, d.TenantID, ep.ID, true)
-		if isNoRows(err) {
-			return nil
-		}
-		if err != nil {
 			return err
 		}
 		switch a.Outcome {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -47,8 +48,9 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	DB       *sqlx.DB
+	DSN      string
 	S        *events.Service
 	Clock    *clock
 	Tenants  []string
@@ -62,11 +64,14 @@ type envOpts struct {
 	maxInFlight  int
 	noWorker     bool
 	concurrency  int
+	wallClock    bool
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t *testing.T, o envOpts) *env { return newEnvTB(t, o) }
+
+func newEnvTB(t testing.TB, o envOpts) *env {
 	t.Helper()
-	d, _ := dbtest.New(t, "events")
+	d, dsn := dbtest.New(t, "events")
 	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +84,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	rc.Close()
 	q := asynq.NewClient(ropt)
 	t.Cleanup(func() { q.Close() })
-	e := &env{t: t, DB: d, Clock: &clock{t: time.Now().UTC().Truncate(time.Microsecond)}, Queue: q,
+	e := &env{t: t, DB: d, DSN: dsn, Clock: &clock{t: time.Now().UTC().Truncate(time.Microsecond)}, Queue: q,
 		Tenants: []string{db.NewID(), db.NewID()}}
 	allow := o.allowPrivate
 	e.S = &events.Service{DB: d, Box: box, Queue: q, Client: events.NewClient(allow),
@@ -97,6 +102,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	if allow {
 		e.S.CheckURL = func(string) error { return nil }
+	}
+	if o.wallClock {
+		e.S.Now = nil
+		e.S.Rand = nil
 	}
 	if !o.noWorker {
 		conc := o.concurrency
@@ -239,10 +248,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	secrets := r.secrets
 	r.mu.Unlock()
-	ts, _ := time.Parse(time.RFC3339, "1970-01-01T00:00:00Z")
-	var sec int64
-	_ = json.Unmarshal([]byte(req.Header.Get("webhook-timestamp")), &sec)
-	ts = time.Unix(sec, 0).UTC()
+	sec, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
+	ts := time.Unix(sec, 0).UTC()
 	verified := len(secrets) > 0
 	for _, s := range secrets {
 		wh, err := standardwebhooks.NewWebhook(s)
@@ -299,4 +306,27 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// jumpToNextDue moves the clock to the earliest pending retry if it is
+// before limit, and reports whether it did.
+func (e *env) jumpToNextDue(limit time.Time) bool {
+	e.t.Helper()
+	var next *time.Time
+	if err := e.DB.Get(&next, `SELECT MIN(next_attempt_at) FROM event_deliveries WHERE tenant_id IN (?, ?) AND state = 'pending'`,
+		e.Tenants[0], e.Tenants[1]); err != nil {
+		e.t.Fatal(err)
+	}
+	if next == nil || next.After(limit) {
+		return false
+	}
+	if d := next.Sub(e.Clock.Now()); d > 0 {
+		e.Clock.Advance(d)
+	}
+	return true
+}
+
+// newBenchEnv is newEnv for benchmarks: wall clock, 64 delivery workers.
+func newBenchEnv(b *testing.B) *env {
+	return newEnvTB(b, envOpts{allowPrivate: true, concurrency: 64, wallClock: true})
 }

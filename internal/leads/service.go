@@ -42,6 +42,23 @@ type Service struct {
 	// order before it turns to the indexes.
 	IndexBudget int
 	ScanBudget  int
+
+	// Emit writes an outbound event (lead.created, lead.status_changed) in
+	// the transaction of the change (internal/events.Outbox.Emit); nil: none.
+	Emit func(ctx context.Context, tx db.Ext, tenantID, eventType string, l Lead) error
+}
+
+// Outbound event types this service emits.
+const (
+	OutboundCreated       = "lead.created"
+	OutboundStatusChanged = "lead.status_changed"
+)
+
+func (s *Service) emit(ctx context.Context, tx db.Ext, tenantID, typ string, l Lead) error {
+	if s.Emit == nil {
+		return nil
+	}
+	return s.Emit(ctx, tx, tenantID, typ, l)
 }
 
 // NewService returns a service with production settings.
@@ -96,6 +113,9 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 		return Lead{}, err
 	}
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
+		return Lead{}, err
+	}
+	if err := s.emit(ctx, tx, tenantID, OutboundCreated, l); err != nil {
 		return Lead{}, err
 	}
 	return l, nil
@@ -194,7 +214,16 @@ func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string,
 			return Lead{}, err
 		}
 	}
-	return Get(ctx, tx, tenantID, id)
+	out, err := Get(ctx, tx, tenantID, id)
+	if err != nil {
+		return Lead{}, err
+	}
+	if statusChanged {
+		if err := s.emit(ctx, tx, tenantID, OutboundStatusChanged, out); err != nil {
+			return Lead{}, err
+		}
+	}
+	return out, nil
 }
 
 func stale(current int) error {
