@@ -26,11 +26,8 @@ func (a *App) wireEvents(ctx context.Context) error {
 		Log:      a.Log.With("component", "events"),
 		CheckURL: func(u string) error { return outbound.CheckURL(u, allowPrivate) },
 		Tenants: func(ctx context.Context) ([]string, error) {
-			ts, err := a.Tenants.Tenants(ctx)
-			ids := make([]string, len(ts))
-			for i, t := range ts {
-				ids[i] = t.ID
-			}
+			var ids []string
+			err := a.Tenants.ForEach(ctx, func(id string) error { ids = append(ids, id); return nil })
 			return ids, err
 		},
 	}
