@@ -102,6 +102,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		a.Close()
 		return nil, err
 	}
+	if err := a.Web.Check(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 

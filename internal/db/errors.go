@@ -3,7 +3,6 @@ package db
 import (
 	"database/sql"
 	"errors"
-	"net"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -29,30 +28,6 @@ func errNumber(err error) uint16 {
 	return 0
 }
 
-// IsUnavailable reports errors meaning the database cannot be reached, so
-// callers answer 503 with Retry-After rather than 500.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return true
-	}
-	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) {
-		return true
-	}
-	switch errNumber(err) {
-	case 1040, 1053, 2002, 2003, 2006, 2013: // too many connections, shutdown, can't connect, gone away, lost
-		return true
-	}
-	return false
-}
-
 // MapErr translates no-rows and duplicate-key errors into domain errors
 // with the given client-safe messages; other errors pass through, with an
 // unreachable database becoming Unavailable.
@@ -64,7 +39,7 @@ func MapErr(err error, notFound, duplicate string) error {
 		return apperr.New(apperr.NotFound, "%s", notFound)
 	case IsDuplicate(err):
 		return apperr.Wrap(apperr.Conflict, err, "%s", duplicate)
-	case IsUnavailable(err):
+	case apperr.IsUnavailable(err):
 		return apperr.Wrap(apperr.Unavailable, err, "database unavailable")
 	}
 	return err

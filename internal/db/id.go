@@ -1,74 +1,9 @@
 package db
 
-import (
-	"crypto/rand"
-	"encoding/binary"
-	"sync"
-	"time"
-)
+import "leadpipe/internal/ids"
 
-// crockford is the ULID alphabet: ids sort by creation time as strings.
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+// NewID is ids.New, kept for the stores that call it by this name.
+func NewID() string { return ids.New() }
 
-var idMu sync.Mutex
-var lastMS uint64
-var lastRand [10]byte
-
-// NewID returns a 26-character ULID. Within one process ids are strictly
-// increasing (monotonic within a millisecond), so keyset pagination on id
-// is newest-first by creation.
-func NewID() string { return newIDAt(time.Now()) }
-
-func newIDAt(t time.Time) string {
-	ms := uint64(t.UnixMilli())
-	idMu.Lock()
-	var r [10]byte
-	if ms <= lastMS {
-		ms = lastMS
-		r = lastRand
-		for i := 9; i >= 0; i-- { // increment the random part
-			r[i]++
-			if r[i] != 0 {
-				break
-			}
-		}
-	} else {
-		_, _ = rand.Read(r[:])
-	}
-	lastMS, lastRand = ms, r
-	idMu.Unlock()
-
-	var b [16]byte
-	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
-	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
-	copy(b[6:], r[:])
-	return encode(b)
-}
-
-func encode(b [16]byte) string {
-	// 128 bits → 26 base32 chars (first char carries 3 bits).
-	hi := binary.BigEndian.Uint64(b[0:8])
-	lo := binary.BigEndian.Uint64(b[8:16])
-	var out [26]byte
-	for i := 25; i >= 0; i-- {
-		out[i] = crockford[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(out[:])
-}
-
-// ValidID reports whether s looks like an id we issued (cheap input check
-// before a query).
-func ValidID(s string) bool {
-	if len(s) != 26 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
+// ValidID is ids.Valid, kept for the stores that call it by this name.
+func ValidID(s string) bool { return ids.Valid(s) }

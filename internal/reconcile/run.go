@@ -258,7 +258,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			return saveProgress(ctx, tx, &next)
 		})
 		var re *recordError
-		if err != nil && errors.As(err, &re) && !db.Retryable(re.err) && !db.IsUnavailable(re.err) && ctx.Err() == nil {
+		if err != nil && errors.As(err, &re) && !db.Retryable(re.err) && !apperr.IsUnavailable(re.err) && ctx.Err() == nil {
 			// One record the database refuses must not hold the whole
 			// source back: drop it and commit the rest of the page.
 			skip[re.index] = true

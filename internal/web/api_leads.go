@@ -10,17 +10,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 )
 
 // leadRoutes mounts the leads API (PRODUCT.md §5, §6). The two POSTs
 // require an Idempotency-Key; PATCH requires If-Match.
 func (s *Server) leadRoutes(r Router) {
-	if s.Leads == nil || s.Idem == nil {
-		return
-	}
 	r.Get("/leads", s.apiListLeads)
 	r.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
 	r.Get("/leads/{id}", s.apiGetLead)
@@ -73,7 +70,7 @@ func (s *Server) apiCreateLead(ctx context.Context, r *http.Request, body []byte
 
 func (s *Server) apiAddNote(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
 	leadID := chi.URLParam(r, "id")
-	if !db.ValidID(leadID) {
+	if !ids.Valid(leadID) {
 		return idempotency.Response{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	text, err := leads.ParseNote(body)
@@ -153,7 +150,7 @@ func etagListHas(h string, version int) bool {
 
 func (s *Server) apiPatchLead(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "lead not found"))
 		return
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,9 +14,6 @@ import (
 
 // monitorRoutes are the monitoring endpoints of the tenant API.
 func (s *Server) monitorRoutes(r chi.Router) {
-	if s.Monitor == nil {
-		return
-	}
 	r.Get("/sources/{id}/stats", s.sourceStats)
 	r.Get("/sources/{id}/alert-rules", s.getAlertRules)
 	r.Put("/sources/{id}/alert-rules", s.putAlertRules)
@@ -197,27 +193,4 @@ func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, a)
-}
-
-// RequireOperator guards operator pages opened in a browser (the Asynq
-// dashboard): LEADPIPE_ADMIN_TOKEN as a bearer token or as the password
-// of HTTP basic auth (any user name). Off (404) when the token is unset.
-func (s *Server) RequireOperator(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Cfg.AdminToken == "" {
-			WriteProblem(w, r, http.StatusNotFound, "operator pages are disabled (set LEADPIPE_ADMIN_TOKEN)", nil)
-			return
-		}
-		tok := bearer(r)
-		if tok == "" {
-			_, tok, _ = r.BasicAuth()
-		}
-		if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Cfg.AdminToken)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="leadpipe operator", charset="UTF-8"`)
-			WriteProblem(w, r, http.StatusUnauthorized, "operator login required: the password is LEADPIPE_ADMIN_TOKEN", nil)
-			return
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
 }

@@ -12,9 +12,6 @@ import (
 
 // reconcileRoutes are the reconcile endpoints of the tenant API (PRODUCT.md §7).
 func (s *Server) reconcileRoutes(r chi.Router) {
-	if s.Reconcile == nil {
-		return
-	}
 	r.Post("/sources/{id}/reconcile", s.triggerReconcile)
 	r.Get("/sources/{id}/reconcile-runs", s.listReconcileRuns)
 }

@@ -15,11 +15,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	var down map[string]string
-	if s.Ready != nil {
-		down = s.Ready(ctx)
-	}
-	if len(down) > 0 {
+	if down := s.Ready(ctx); len(down) > 0 {
 		w.Header().Set("Retry-After", "5")
 		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "down": down})
 		return

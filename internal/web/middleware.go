@@ -159,25 +159,38 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 	})
 }
 
-// RequireAdminToken guards the operator API; without LEADPIPE_ADMIN_TOKEN
-// the admin API is off (404).
-func (s *Server) RequireAdminToken(next http.Handler) http.Handler {
+// RequireOperator guards everything only the platform operator uses: the
+// admin API and operator pages opened in a browser (the Asynq dashboard).
+// The credential is LEADPIPE_ADMIN_TOKEN, as a bearer token or as the
+// password of HTTP basic auth (any user name: what a browser can send).
+// Without the token configured these routes are off (404). Answers are
+// never cached.
+func (s *Server) RequireOperator(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Cfg.AdminToken == "" {
-			WriteProblem(w, r, http.StatusNotFound, "the admin API is disabled (set LEADPIPE_ADMIN_TOKEN)", nil)
+			WriteProblem(w, r, http.StatusNotFound, "operator routes are disabled (set LEADPIPE_ADMIN_TOKEN)", nil)
 			return
 		}
 		tok := bearer(r)
+		if tok == "" {
+			_, tok, _ = r.BasicAuth()
+		}
 		if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Cfg.AdminToken)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="leadpipe-admin"`)
-			WriteProblem(w, r, http.StatusUnauthorized, "missing or wrong admin token", nil)
+			// Basic first: browsers prompt for it; API clients use the bearer.
+			w.Header().Add("WWW-Authenticate", `Basic realm="leadpipe operator", charset="UTF-8"`)
+			w.Header().Add("WWW-Authenticate", `Bearer realm="leadpipe-admin"`)
+			WriteProblem(w, r, http.StatusUnauthorized,
+				"operator credentials required: send LEADPIPE_ADMIN_TOKEN as Authorization: Bearer <token> (or as the basic-auth password)", nil)
 			return
 		}
+		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
 }
 
-// Tenant returns the acting principal's tenant id (panics outside auth).
+// Tenant returns the acting principal's tenant id; "" outside the auth
+// middlewares (routes behind RequireToken or RequireSession always have
+// one).
 func Tenant(r *http.Request) string {
 	p, _ := PrincipalFrom(r.Context())
 	return p.TenantID

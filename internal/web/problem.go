@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 )
 
 // Problem is an RFC 9457 problem details body.
@@ -53,7 +52,7 @@ func StatusOf(code apperr.Code) int {
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var e *apperr.Error
 	if !errors.As(err, &e) {
-		if db.IsUnavailable(err) {
+		if apperr.IsUnavailable(err) {
 			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
 		} else {
 			e = apperr.Wrap(apperr.Internal, err, "internal error")

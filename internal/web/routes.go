@@ -9,8 +9,13 @@ import (
 // Router is the chi router type subsystems mount on.
 type Router = chi.Router
 
-// Routes is the one route table of the product.
+// Routes is the one route table of the product. Every subsystem is
+// required (see Check): a missing one is a startup error, never routes
+// that silently vanish.
 func (s *Server) Routes() http.Handler {
+	if err := s.Check(); err != nil {
+		panic(err) // app.Open checks first; this is a programming error
+	}
 	r := chi.NewRouter()
 	r.Use(RequestLog(s.Log))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -24,15 +29,11 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Get("/api/openapi.yaml", s.openAPISpec)
 	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
-	if s.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", s.Metrics)
-	}
-	if s.Hooks != nil {
-		r.Handle("/hooks/{tenant}/{source}", s.Hooks)
-	}
+	r.Method(http.MethodGet, "/metrics", s.Metrics)
+	r.Handle("/hooks/{tenant}/{source}", s.Hooks)
 
 	r.Route("/api/admin/v1", func(r chi.Router) {
-		r.Use(s.RequireAdminToken)
+		r.Use(s.RequireOperator)
 		r.Post("/tenants", s.adminCreateTenant)
 		r.Get("/tenants", s.adminListTenants)
 	})
@@ -44,16 +45,11 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/sources/{id}", s.getSource)
 		r.Patch("/sources/{id}", s.patchSource)
 		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
-		// routes:leads
 		s.leadRoutes(r)
-		// routes:monitor
 		s.monitorRoutes(r)
-		// routes:reconcile
 		s.reconcileRoutes(r)
-		// routes:events
 		s.eventRoutes(r)
 	})
-	// routes:ui
 	s.uiRoutes(r)
 
 	for _, mount := range s.Extra {

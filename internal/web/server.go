@@ -4,8 +4,11 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
+	"strings"
 
 	"leadpipe/internal/config"
 	"leadpipe/internal/events"
@@ -18,34 +21,50 @@ import (
 	"leadpipe/internal/webhooks/deliveries"
 )
 
-// Server is the struct of dependencies every handler is a method on.
+// Server is the struct of dependencies every handler is a method on. It
+// holds services, never the database: handlers parse, call a service and
+// render.
 type Server struct {
 	Log     *slog.Logger
 	Cfg     *config.Config
-	Tenants *tenants.Service
-	Sources *sources.Service
+	Tenants *tenants.Service // tenants, users, API tokens, sessions
+	Sources *sources.Service // sources and their signing secrets
 
-	// Ready reports what is not ready ("" when all is well) for /readyz.
+	// Ready reports what is not ready (empty when all is well) for /readyz.
 	Ready func(ctx context.Context) map[string]string
 
-	// Subsystem services; each area adds its own line below its anchor.
-	// anchor:ingest
-	// anchor:leads
-	Leads *leads.Service          // leads API: list, search, edit, notes, timeline
-	Idem  *idempotency.Middleware // Idempotency-Key on the leads API's POSTs and the UI's create forms
-	// Deliveries lists what sources received (source pages).
-	Deliveries *deliveries.Store
-	// anchor:monitor
-	Monitor *monitor.Service // duplicate-rate statistics, alert rules and alerts
-	// anchor:reconcile
-	Reconcile *reconcile.Service // reconcile runs: list and "Reconcile now"
-	// anchor:events
-	Events *events.Service // outbound endpoints, events, attempts, replay
-	// anchor:ui
-	ui *uiState // web UI state (login limiter, CSRF guard), built by uiRoutes
+	Leads      *leads.Service          // leads API and pages: list, search, edit, notes, timeline
+	Idem       *idempotency.Middleware // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
+	Deliveries *deliveries.Store       // what sources received (source pages)
+	Monitor    *monitor.Service        // duplicate-rate statistics, alert rules and alerts
+	Reconcile  *reconcile.Service      // reconcile runs: list and "Reconcile now"
+	Events     *events.Service         // outbound endpoints, events, attempts, replay
+	ui         *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
-	// Mounted subsystems (nil ones are left out of the route table).
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
 	Metrics http.Handler // GET /metrics
-	Extra   []func(r Router)
+	// Extra mounts optional routes (the Asynq dashboard when an operator
+	// token is configured).
+	Extra []func(r Router)
+}
+
+// Check names every dependency the server is missing: wiring that forgot
+// a subsystem fails at startup instead of serving without its routes.
+func (s *Server) Check() error {
+	var missing []string
+	for name, ok := range map[string]bool{
+		"Log": s.Log != nil, "Cfg": s.Cfg != nil, "Tenants": s.Tenants != nil, "Sources": s.Sources != nil,
+		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
+		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
+		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
+	} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("web: server wiring is missing %s", strings.Join(missing, ", "))
+	}
+	return nil
 }

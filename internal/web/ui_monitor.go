@@ -19,9 +19,6 @@ import (
 
 // openAlerts is the admin banner's count; a failure only hides the banner.
 func (s *Server) openAlerts(ctx context.Context, tenantID string) int {
-	if s.Monitor == nil {
-		return 0
-	}
 	n, err := s.Monitor.OpenAlertCount(ctx, tenantID)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -32,19 +29,7 @@ func (s *Server) openAlerts(ctx context.Context, tenantID string) int {
 	return n
 }
 
-// monitorOff answers the monitoring pages while no monitor is wired.
-func (s *Server) monitorOff(w http.ResponseWriter, r *http.Request) bool {
-	if s.Monitor != nil {
-		return false
-	}
-	s.uiNotFound(w, r)
-	return true
-}
-
 func (s *Server) uiMonitor(w http.ResponseWriter, r *http.Request) {
-	if s.monitorOff(w, r) {
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	now := time.Now()
@@ -135,9 +120,6 @@ func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string
 }
 
 func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
-	if s.monitorOff(w, r) {
-		return
-	}
 	s.renderMonitorSource(w, r, http.StatusOK, nil)
 }
 
@@ -219,9 +201,6 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 // form starts from the saved rules, so a rule this form does not know
 // (added later) keeps its setting.
 func (s *Server) uiSaveRules(w http.ResponseWriter, r *http.Request) {
-	if s.monitorOff(w, r) {
-		return
-	}
 	if err := parseForm(w, r); err != nil {
 		s.uiError(w, r, err)
 		return
@@ -303,9 +282,6 @@ func durWords(d time.Duration) string {
 }
 
 func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
-	if s.monitorOff(w, r) {
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	state := r.URL.Query().Get("state")
@@ -421,9 +397,6 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
-	if s.monitorOff(w, r) {
-		return
-	}
 	if err := parseForm(w, r); err != nil {
 		s.uiError(w, r, err)
 		return

@@ -11,7 +11,6 @@ import (
 	"github.com/a-h/templ"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/views/layouts"
 	"leadpipe/views/pages"
 )
@@ -74,7 +73,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active stri
 func (s *Server) uiError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *apperr.Error
 	if !errors.As(err, &e) {
-		if db.IsUnavailable(err) {
+		if apperr.IsUnavailable(err) {
 			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
 		} else {
 			e = apperr.Wrap(apperr.Internal, err, "internal error")

@@ -9,8 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
 	"leadpipe/views/settings"
 )
@@ -86,7 +86,7 @@ func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		s.uiNotFound(w, r)
 		return
 	}
@@ -122,7 +122,7 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		s.uiNotFound(w, r)
 		return
 	}
@@ -226,7 +226,7 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 func (s *Server) uiRevokeToken(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		s.uiNotFound(w, r)
 		return
 	}

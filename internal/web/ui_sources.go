@@ -253,7 +253,7 @@ func readableBody(b []byte) string {
 }
 
 func (s *Server) reconcileView(r *http.Request, src sources.Source) (srcviews.Reconcile, error) {
-	v := srcviews.Reconcile{Available: sources.ReconcileKinds[src.Kind] && s.Reconcile != nil, Enabled: src.ReconcileEnabled()}
+	v := srcviews.Reconcile{Available: sources.ReconcileKinds[src.Kind], Enabled: src.ReconcileEnabled()}
 	if !v.Available || !v.Enabled {
 		return v, nil
 	}
@@ -285,10 +285,6 @@ func strValue(p *string) string {
 func (s *Server) uiReconcileNow(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
-	if s.Reconcile == nil {
-		s.uiNotFound(w, r)
-		return
-	}
 	if _, err := s.Reconcile.Trigger(r.Context(), sess.Tenant.ID, id); err != nil {
 		if apperr.Is(err, apperr.Invalid) {
 			s.setFlash(w, r, "Reconcile is not set up for this source yet.")
