@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -41,10 +42,28 @@ type PatchInput struct {
 	OwnerSet bool
 	OwnerID  *string
 	Tags     *[]string
+	NextStep *string // "" clears it
+	// DueSet with a nil DueAt clears the due date (JSON null).
+	DueSet bool
+	DueAt  *time.Time
 }
 
+// MaxNextStep is the longest next step, in characters.
+const MaxNextStep = 500
+
 // Empty reports a patch that changes nothing.
-func (p PatchInput) Empty() bool { return p.Status == nil && !p.OwnerSet && p.Tags == nil }
+func (p PatchInput) Empty() bool {
+	return p.Status == nil && !p.OwnerSet && p.Tags == nil && p.NextStep == nil && !p.DueSet
+}
+
+// ParseNextStep checks a next step: trimmed, at most MaxNextStep characters.
+func ParseNextStep(s string) (string, string) {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > MaxNextStep {
+		return "", "is too long (at most 500 characters)"
+	}
+	return s, ""
+}
 
 // senderOwned are refreshed by every delivery: people cannot edit them.
 var senderOwned = map[string]bool{"payload": true, "email": true, "name": true, "phone": true, "company": true,
@@ -215,6 +234,35 @@ func ParsePatch(body []byte) (PatchInput, error) {
 			if t != nil {
 				p.Tags = &t
 			}
+		case k == "next_step":
+			var ns string
+			if !isNull(v) && json.Unmarshal(v, &ns) != nil {
+				bad[k] = "must be a string or null"
+				continue
+			}
+			ns, msg := ParseNextStep(ns)
+			if msg != "" {
+				bad[k] = msg
+				continue
+			}
+			p.NextStep = &ns
+		case k == "due_at":
+			p.DueSet = true
+			if isNull(v) {
+				continue
+			}
+			var ds string
+			if json.Unmarshal(v, &ds) != nil {
+				bad[k] = "must be an RFC 3339 time or null"
+				continue
+			}
+			t, err := time.Parse(time.RFC3339Nano, ds)
+			if err != nil {
+				bad[k] = "must be an RFC 3339 time or null"
+				continue
+			}
+			t = t.UTC().Truncate(time.Microsecond)
+			p.DueAt = &t
 		case senderOwned[k]:
 			bad[k] = "is sender-owned: it is refreshed by every delivery and cannot be edited"
 		case readOnly[k]:

@@ -38,6 +38,8 @@ type Lead struct {
 	Status          string          `db:"status" json:"status"`
 	OwnerID         *string         `db:"owner_id" json:"owner_id"`
 	Tags            Tags            `db:"tags" json:"tags"`
+	NextStep        string          `db:"next_step" json:"next_step"`
+	DueAt           *time.Time      `db:"due_at" json:"due_at"`
 	Version         int             `db:"version" json:"version"`
 	CreatedAt       time.Time       `db:"created_at" json:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at" json:"updated_at"`

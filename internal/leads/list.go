@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"leadpipe/internal/apperr"
@@ -28,8 +29,12 @@ type Filter struct {
 	SourceID string // a source id, or SourceManual
 	OwnerID  string // a user id, or OwnerNone
 	Q        string // search: word prefixes of name, email, company
-	Limit    int    // 1..200, default 50 (larger values are capped)
-	Cursor   string // next_cursor of the previous page
+	// AnyStatus narrows to these statuses when Status is empty (the open
+	// statuses of "My open leads").
+	AnyStatus []string
+	DueBefore *time.Time // only leads with a due date before this
+	Limit     int        // 1..200, default 50 (larger values are capped)
+	Cursor    string     // next_cursor of the previous page
 }
 
 // Page is one page of leads, newest first.
@@ -61,6 +66,11 @@ func (f *Filter) normalize() (before string, err error) {
 	bad := map[string]string{}
 	if f.Status != "" && !ValidStatus(f.Status) {
 		bad["status"] = "must be one of " + strings.Join(Statuses, ", ")
+	}
+	for _, st := range f.AnyStatus {
+		if !ValidStatus(st) {
+			bad["status"] = "must be one of " + strings.Join(Statuses, ", ")
+		}
 	}
 	if f.SourceID != "" && f.SourceID != SourceManual && !db.ValidID(f.SourceID) {
 		bad["source"] = "must be a source id or \"manual\""

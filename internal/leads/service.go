@@ -24,6 +24,8 @@ const (
 	EventOwnerChanged  = "owner_changed"
 	EventTagsChanged   = "tags_changed"
 	EventNoteAdded     = "note_added"
+	// EventNextStepChanged records a new next step or due date.
+	EventNextStepChanged = "next_step_changed"
 )
 
 // AnyVersion as Patch's ifMatch stands for `If-Match: *`.
@@ -160,70 +162,100 @@ func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string,
 	if ifMatch != AnyVersion && cur.Version != ifMatch {
 		return Lead{}, stale(cur.Version)
 	}
+	out, _, err := s.applyPatch(ctx, tx, tenantID, cur, actor, ifMatch == AnyVersion, in)
+	return out, err
+}
+
+// applyPatch changes cur's human-owned fields as in says, under cur's
+// version, with a timeline entry per changed field. It reports whether
+// anything changed (no change: no new version, no entry).
+func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, cur Lead, actor tenants.Principal, anyVersion bool, in PatchInput) (Lead, bool, error) {
+	id := cur.ID
 	next := cur
 	var ownerName string
+	var err error
 	if in.Status != nil {
 		next.Status = *in.Status
 	}
 	if in.OwnerSet {
 		next.OwnerID = in.OwnerID
-		if in.OwnerID != nil {
+		if in.OwnerID != nil && !sameOwner(in.OwnerID, cur.OwnerID) {
 			ownerName, err = s.activeUserName(ctx, tx, tenantID, *in.OwnerID)
 			if err != nil {
-				return Lead{}, err
+				return Lead{}, false, err
 			}
 		}
 	}
 	if in.Tags != nil {
 		next.Tags = Tags(*in.Tags)
 	}
+	if in.NextStep != nil {
+		next.NextStep = *in.NextStep
+	}
+	if in.DueSet {
+		next.DueAt = in.DueAt
+	}
 	statusChanged := next.Status != cur.Status
 	ownerChanged := !sameOwner(next.OwnerID, cur.OwnerID)
 	tagsChanged := !slices.Equal([]string(next.Tags), []string(cur.Tags))
-	if !statusChanged && !ownerChanged && !tagsChanged {
-		return cur, nil // nothing to do: no new version
+	followChanged := next.NextStep != cur.NextStep || !sameTime(next.DueAt, cur.DueAt)
+	if !statusChanged && !ownerChanged && !tagsChanged && !followChanged {
+		return cur, false, nil // nothing to do: no new version
 	}
 	now := s.now()
 	updated, err := updateHumanFields(ctx, tx, tenantID, id, next, cur.Version, now)
 	if err != nil {
-		return Lead{}, err
+		return Lead{}, false, err
 	}
 	if !updated {
 		// Someone else's edit committed between our read and the update.
-		if ifMatch == AnyVersion {
-			return Lead{}, errRaced
+		if anyVersion {
+			return Lead{}, false, errRaced
 		}
-		return Lead{}, stale(0)
+		return Lead{}, false, stale(0)
 	}
 	if statusChanged {
 		if err := AddEvent(ctx, tx, tenantID, id, EventStatusChanged, actor.UserID, actor.Name,
 			map[string]any{"from": cur.Status, "to": next.Status}, now); err != nil {
-			return Lead{}, err
+			return Lead{}, false, err
 		}
 	}
 	if ownerChanged {
 		if err := AddEvent(ctx, tx, tenantID, id, EventOwnerChanged, actor.UserID, actor.Name,
 			map[string]any{"from": cur.OwnerID, "to": next.OwnerID, "to_name": ownerName}, now); err != nil {
-			return Lead{}, err
+			return Lead{}, false, err
 		}
 	}
 	if tagsChanged {
 		added, removed := diffTags(cur.Tags, next.Tags)
 		if err := AddEvent(ctx, tx, tenantID, id, EventTagsChanged, actor.UserID, actor.Name,
 			map[string]any{"added": added, "removed": removed, "tags": next.Tags}, now); err != nil {
-			return Lead{}, err
+			return Lead{}, false, err
+		}
+	}
+	if followChanged {
+		if err := AddEvent(ctx, tx, tenantID, id, EventNextStepChanged, actor.UserID, actor.Name,
+			map[string]any{"next_step": next.NextStep, "due_at": next.DueAt, "from_next_step": cur.NextStep, "from_due_at": cur.DueAt}, now); err != nil {
+			return Lead{}, false, err
 		}
 	}
 	out, err := Get(ctx, tx, tenantID, id)
 	if err != nil {
-		return Lead{}, err
+		return Lead{}, false, err
 	}
 	if statusChanged {
 		if err := s.emit(ctx, tx, tenantID, OutboundStatusChanged, out); err != nil {
-			return Lead{}, err
+			return Lead{}, false, err
 		}
 	}
-	return out, nil
+	return out, true, nil
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
 }
 
 func stale(current int) error {

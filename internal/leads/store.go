@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/db"
 )
 
@@ -19,7 +21,7 @@ import (
 
 // LeadCols is the column list every lead SELECT uses.
 const LeadCols = `tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-	source_created_at, last_seen_at, times_seen, status, owner_id, tags, version, created_at, updated_at`
+	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at`
 
 // leadColsL is LeadCols qualified with the alias l.
 var leadColsL = func() string {
@@ -88,18 +90,34 @@ func insertManual(ctx context.Context, x db.Ext, l Lead) error {
 	return db.MapErr(err, "", "lead already exists")
 }
 
-// updateHumanFields writes status, owner and tags and bumps version, if
-// the lead is still at version. It reports whether the row was updated
-// (false: another edit committed first).
+// updateHumanFields writes status, owner, tags, next step and due date and
+// bumps version, if the lead is still at version. It reports whether the
+// row was updated (false: another edit committed first).
 func updateHumanFields(ctx context.Context, x db.Ext, tenantID, id string, next Lead, version int, now time.Time) (bool, error) {
-	res, err := x.ExecContext(ctx, `UPDATE leads SET status = ?, owner_id = ?, tags = ?, version = version + 1, updated_at = ?
+	res, err := x.ExecContext(ctx, `UPDATE leads SET status = ?, owner_id = ?, tags = ?, next_step = ?, due_at = ?,
+			version = version + 1, updated_at = ?
 		WHERE tenant_id = ? AND id = ? AND version = ?`,
-		next.Status, next.OwnerID, next.Tags, now, tenantID, id, version)
+		next.Status, next.OwnerID, next.Tags, next.NextStep, next.DueAt, now, tenantID, id, version)
 	if err != nil {
 		return false, err
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// lockLeads reads the tenant's leads among ids (sorted) and locks them for
+// the transaction; ids that are not the tenant's are simply absent.
+func lockLeads(ctx context.Context, x db.Ext, tenantID string, ids []string) ([]Lead, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q, args, err := sqlx.In(`SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var ls []Lead
+	err = x.SelectContext(ctx, &ls, q, args...)
+	return ls, err
 }
 
 // Get returns one lead of the tenant.
@@ -191,6 +209,15 @@ func (f Filter) where(tenantID string) (string, []any) {
 	if f.Status != "" {
 		b.WriteString(" AND status = ?")
 		args = append(args, f.Status)
+	} else if len(f.AnyStatus) > 0 {
+		b.WriteString(" AND status IN (?" + strings.Repeat(", ?", len(f.AnyStatus)-1) + ")")
+		for _, st := range f.AnyStatus {
+			args = append(args, st)
+		}
+	}
+	if f.DueBefore != nil {
+		b.WriteString(" AND due_at < ?")
+		args = append(args, *f.DueBefore)
 	}
 	switch f.SourceID {
 	case "":
@@ -310,6 +337,13 @@ func (f Filter) orderedIndex() string {
 func (f Filter) statusRange() (string, []any) {
 	if f.Status != "" {
 		return "status = ?", []any{f.Status}
+	}
+	if len(f.AnyStatus) > 0 {
+		args := make([]any, len(f.AnyStatus))
+		for i, st := range f.AnyStatus {
+			args[i] = st
+		}
+		return "status IN (?" + strings.Repeat(", ?", len(f.AnyStatus)-1) + ")", args
 	}
 	return "status IN ('" + strings.Join(Statuses, "','") + "')", nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -20,6 +21,7 @@ import (
 func (s *Server) leadRoutes(r Router) {
 	r.Get("/leads", s.apiListLeads)
 	r.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
+	r.Post("/leads/bulk", s.Idem.Wrap(s.apiBulkLeads))
 	r.Get("/leads/{id}", s.apiGetLead)
 	r.Patch("/leads/{id}", s.apiPatchLead)
 	r.Get("/leads/{id}/notes", s.apiListNotes)
@@ -227,6 +229,15 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	if v := q.Get("due_before"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"due_before": "must be an RFC 3339 time"}))
+			return
+		}
+		t = t.UTC()
+		f.DueBefore = &t
+	}
 	page, err := s.Leads.List(r.Context(), Tenant(r), f)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
@@ -237,6 +248,25 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 		next = page.NextCursor
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"items": page.Items, "next_cursor": next})
+}
+
+func bulkDone(res leads.BulkResult) (idempotency.Response, error) {
+	return jsonResponse(http.StatusOK, res, nil)
+}
+
+// apiBulkLeads is POST /api/v1/leads/bulk: one change to up to 500 leads
+// in one transaction, the result per id (another tenant's id: not_found).
+func (s *Server) apiBulkLeads(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
+	in, err := leads.ParseBulk(body)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	p, _ := PrincipalFrom(ctx)
+	res, err := s.Leads.Bulk(ctx, p.TenantID, p, in, idempotency.Once[leads.BulkResult]{Key: key, Respond: bulkDone})
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return bulkDone(res)
 }
 
 func (s *Server) apiListNotes(w http.ResponseWriter, r *http.Request) {
