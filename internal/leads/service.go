@@ -410,3 +410,24 @@ func (s *Service) CappedCounts(ctx context.Context, tenantID string, statuses []
 	}
 	return out, nil
 }
+
+// CappedCountsFor is CappedCounts of the leads matching f (a view, a
+// search): every status of Statuses, each up to limit.
+func (s *Service) CappedCountsFor(ctx context.Context, tenantID string, f Filter, limit int) ([]StatusCount, error) {
+	if _, err := f.normalize(); err != nil {
+		return nil, err
+	}
+	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil {
+		return s.CappedCounts(ctx, tenantID, Statuses, limit)
+	}
+	byStatus, err := countMatchingUpTo(ctx, s.DB, tenantID, f, Statuses, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StatusCount, len(Statuses))
+	for i, st := range Statuses {
+		n := byStatus[st]
+		out[i] = StatusCount{Status: st, N: min(n, limit), Capped: n > limit}
+	}
+	return out, nil
+}

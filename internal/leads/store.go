@@ -166,6 +166,45 @@ func countByStatus(ctx context.Context, x db.Ext, tenantID string) (map[string]i
 	return out, nil
 }
 
+// countMatchingUpTo counts, per status, the leads matching f (its owner,
+// source, due date and q; its status is replaced by each one), each up to
+// limit+1 rows, so the inbox's tabs follow the view and the search at a
+// bounded cost.
+func countMatchingUpTo(ctx context.Context, x db.Ext, tenantID string, f Filter, statuses []string, limit int) (map[string]int, error) {
+	parts := make([]string, len(statuses))
+	var args []any
+	for i, st := range statuses {
+		g := f
+		g.Status, g.AnyStatus = st, nil
+		cond, a := g.where(tenantID)
+		if g.Q != "" {
+			pat := likePrefix(g.Q)
+			var ors []string
+			for _, c := range columnsFor(g.Q) {
+				ors = append(ors, c.col+" LIKE ?")
+				a = append(a, pat)
+			}
+			cond += " AND (" + strings.Join(ors, " OR ") + ")"
+		}
+		parts[i] = `SELECT ? AS status, COUNT(*) AS n FROM (SELECT 1 FROM leads WHERE ` + cond + ` LIMIT ?) t` + string(rune('a'+i))
+		args = append(args, st)
+		args = append(args, a...)
+		args = append(args, limit+1)
+	}
+	var rows []struct {
+		Status string `db:"status"`
+		N      int    `db:"n"`
+	}
+	if err := x.SelectContext(ctx, &rows, strings.Join(parts, " UNION ALL "), args...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
 // countByStatusUpTo counts leads per status, each up to limit+1: each
 // count reads at most limit+1 entries of ix_leads_status, so the answer
 // costs the same with 1M leads as with 10k.

@@ -58,8 +58,15 @@ func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 
 // flash is the notice carried across a redirect, with an optional Undo form.
 type flash struct {
-	Msg  string        `json:"m"`
+	Msg  string        `json:"m,omitempty"`
+	Err  string        `json:"e,omitempty"`
 	Undo *layouts.Undo `json:"u,omitempty"`
+}
+
+// setFlashError leaves an error notice (a form that could not be applied).
+func (s *Server) setFlashError(w http.ResponseWriter, r *http.Request, msg string) {
+	b, _ := json.Marshal(flash{Err: msg})
+	s.setCookie(w, r, flashCookie, url.QueryEscape(string(b)), 60)
 }
 
 // setFlash leaves a notice for the page the redirect lands on.
@@ -74,25 +81,25 @@ func (s *Server) setFlashUndo(w http.ResponseWriter, r *http.Request, msg string
 }
 
 // takeFlash reads and clears the notice (shown once).
-func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, *layouts.Undo) {
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) (string, string, *layouts.Undo) {
 	c, err := r.Cookie(flashCookie)
 	if err != nil || c.Value == "" {
-		return "", nil
+		return "", "", nil
 	}
 	s.setCookie(w, r, flashCookie, "", -1)
 	raw, err := url.QueryUnescape(c.Value)
 	if err != nil || len(raw) > 2000 {
-		return "", nil
+		return "", "", nil
 	}
 	var f flash
-	if json.Unmarshal([]byte(raw), &f) != nil || len(f.Msg) > 300 {
-		return "", nil
+	if json.Unmarshal([]byte(raw), &f) != nil || len(f.Msg) > 300 || len(f.Err) > 300 {
+		return "", "", nil
 	}
 	// The cookie is the browser's: only a same-site form target is offered.
 	if f.Undo != nil && (!strings.HasPrefix(f.Undo.Action, "/leads/") || strings.ContainsAny(f.Undo.Action, "\\:")) {
 		f.Undo = nil
 	}
-	return f.Msg, f.Undo
+	return f.Msg, f.Err, f.Undo
 }
 
 // RequireSession loads the signed-in user from the session cookie; without a

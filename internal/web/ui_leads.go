@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,19 +73,32 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 	if l.SourceCreatedAt != nil {
 		v.SourceCreatedAt = *l.SourceCreatedAt
 	}
+	v.NextStep = l.NextStep
+	if l.DueAt != nil {
+		v.DueAt = *l.DueAt
+	}
 	return v
 }
 
 // counts returns "All" and every status, each capped at countCap. "All"
 // is the sum, capped when any part is.
 func (s *Server) counts(ctx context.Context, tenantID string) ([]leadviews.StatusCount, error) {
-	cs, err := s.Leads.CappedCounts(ctx, tenantID, leads.Statuses, countCap)
+	return s.countsFor(ctx, tenantID, leads.Filter{})
+}
+
+// countsFor is counts of the leads a view and search show (the status
+// tabs follow them).
+func (s *Server) countsFor(ctx context.Context, tenantID string, f leads.Filter) ([]leadviews.StatusCount, error) {
+	cs, err := s.Leads.CappedCountsFor(ctx, tenantID, f, countCap)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]leadviews.StatusCount, 0, len(cs)+1)
 	all := leadviews.StatusCount{}
 	for _, c := range cs {
+		if len(f.AnyStatus) > 0 && !slices.Contains(f.AnyStatus, c.Status) {
+			continue // a view of open leads has no Won/Lost tab
+		}
 		all.N += c.N
 		all.Capped = all.Capped || c.Capped
 		out = append(out, leadviews.StatusCount{Status: c.Status, N: c.N, Capped: c.Capped})
@@ -92,22 +106,66 @@ func (s *Server) counts(ctx context.Context, tenantID string) ([]leadviews.Statu
 	return append([]leadviews.StatusCount{all}, out...), nil
 }
 
+// openStatuses are the statuses a salesperson still works.
+var openStatuses = []string{"new", "contacted", "qualified", "unqualified"}
+
+// inboxView turns a quick view into filter settings; explicit filters in
+// the URL win over the view's.
+func inboxView(view string, f *leads.Filter, me string, admin bool, now time.Time) string {
+	if view == "" && admin {
+		view = leadviews.ViewAll // admins oversee everything; staff land on their own leads
+	}
+	switch view {
+	case leadviews.ViewUnassigned:
+		if f.OwnerID == "" {
+			f.OwnerID = leads.OwnerNone
+		}
+		if f.Status == "" {
+			f.Status = "new"
+		}
+	case leadviews.ViewDue:
+		if f.OwnerID == "" {
+			f.OwnerID = me
+		}
+		f.AnyStatus = openStatuses
+		end := endOfDay(now)
+		f.DueBefore = &end
+	case leadviews.ViewAll:
+	default:
+		view = leadviews.ViewMine
+		if f.OwnerID == "" {
+			f.OwnerID = me
+		}
+		f.AnyStatus = openStatuses
+	}
+	return view
+}
+
+// endOfDay is the start of the next UTC day: "due" means today or earlier.
+func endOfDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
 func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	q := r.URL.Query()
-	f := leadviews.Filters{Status: q.Get("status"), Source: q.Get("source"), Owner: q.Get("owner"), Q: strings.TrimSpace(q.Get("q"))}
+	f := leadviews.Filters{View: q.Get("view"), Status: q.Get("status"), Source: q.Get("source"), Owner: q.Get("owner"), Q: strings.TrimSpace(q.Get("q"))}
 	cursor := q.Get("cursor")
 	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	v := leadviews.InboxView{Filters: f, IsFirst: cursor == "", Now: time.Now()}
+	now := time.Now()
+	v := leadviews.InboxView{IsFirst: cursor == "", Now: now, MeID: sess.User.ID}
 	filter := leads.Filter{Status: f.Status, SourceID: f.Source, OwnerID: f.Owner, Q: f.Q, Limit: inboxPageSize, Cursor: cursor}
 	if filter.OwnerID == "me" {
 		filter.OwnerID = sess.User.ID
 	}
+	f.View = inboxView(f.View, &filter, sess.User.ID, sess.User.IsAdmin(), now)
+	v.Filters = f
 	page, err := s.Leads.List(ctx, sess.Tenant.ID, filter)
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Code == apperr.Invalid {
@@ -135,18 +193,33 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	if v.Counts, err = s.counts(ctx, sess.Tenant.ID); err != nil {
+	cf := filter
+	cf.Status, cf.Cursor = "", ""
+	if v.Counts, err = s.countsFor(ctx, sess.Tenant.ID, cf); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	v.HasAny = v.Counts[0].N > 0
+	v.HasAny = true
+	if v.Counts[0].N == 0 && f.View != leadviews.ViewAll {
+		all, err := s.counts(ctx, sess.Tenant.ID)
+		if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		v.HasAny = all[0].N > 0
+	} else {
+		v.HasAny = v.Counts[0].N > 0 || f.Active()
+	}
 	v.Sources = append([]components.Option{{Value: "", Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}, dir.srcOpts...)
 	v.Owners = []components.Option{{Value: "", Label: "Anyone"}, {Value: "me", Label: "Assigned to me"}, {Value: leads.OwnerNone, Label: "Unassigned"}}
+	v.Assignees = []components.Option{{Value: "", Label: "Assign to…"}, {Value: sess.User.ID, Label: "Me (" + sess.User.Name + ")"}}
 	for _, u := range dir.users {
 		if u.DisabledAt == nil && u.ID != sess.User.ID {
 			v.Owners = append(v.Owners, components.Option{Value: u.ID, Label: u.Name})
+			v.Assignees = append(v.Assignees, components.Option{Value: u.ID, Label: u.Name})
 		}
 	}
+	v.Assignees = append(v.Assignees, components.Option{Value: leads.OwnerNone, Label: "Nobody (unassign)"})
 	for _, l := range page.Items {
 		v.Leads = append(v.Leads, dir.leadView(l))
 	}
@@ -158,8 +231,126 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		}
 		v.NextHref = href + sep + "cursor=" + page.NextCursor
 	}
+	v.BulkKey = newFormKey()
+	v.Back = r.URL.RequestURI()
 	v.Page = s.page(w, r, "Inbox", "leads")
 	s.render(w, r, http.StatusOK, leadviews.Inbox(v))
+}
+
+// uiBulk applies the inbox's bulk form: one action (assign, status, tag)
+// to the checked leads, once per rendered form (a double click applies
+// once), through the same service as POST /api/v1/leads/bulk.
+func (s *Server) uiBulk(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	back := r.PostFormValue("back")
+	if !strings.HasPrefix(back, "/leads") || strings.HasPrefix(back, "//") {
+		back = "/leads"
+	}
+	ids := r.PostForm["ids"]
+	var in leads.BulkInput
+	var what string
+	switch r.PostFormValue("action") {
+	case "assign":
+		o := r.PostFormValue("owner")
+		in.Set.OwnerSet = true
+		switch o {
+		case "":
+			s.setFlashError(w, r, "Pick who to assign the leads to.")
+			seeOther(w, r, back)
+			return
+		case leads.OwnerNone:
+			what = "unassigned"
+		default:
+			in.Set.OwnerID = &o
+			u, err := s.Tenants.User(ctx, sess.Tenant.ID, o)
+			if err != nil || u.DisabledAt != nil {
+				s.setFlashError(w, r, "Pick an active user from the list.")
+				seeOther(w, r, back)
+				return
+			}
+			what = "assigned to " + u.Name
+		}
+	case "status":
+		st := r.PostFormValue("status")
+		if !leads.ValidStatus(st) {
+			s.setFlashError(w, r, "Pick a status to set.")
+			seeOther(w, r, back)
+			return
+		}
+		in.Set.Status = &st
+		what = "set to " + components.StatusLabel(st)
+	case "tag":
+		t, msg := leads.NormalizeTags([]string{r.PostFormValue("tag")})
+		if msg != "" || len(t) == 0 {
+			s.setFlashError(w, r, "Type a tag of at most 64 characters.")
+			seeOther(w, r, back)
+			return
+		}
+		in.Set.AddTags = t
+		what = "tagged " + t[0]
+	default:
+		s.setFlashError(w, r, "Pick an action: assign, set status or add a tag.")
+		seeOther(w, r, back)
+		return
+	}
+	if len(ids) == 0 {
+		s.setFlashError(w, r, "Select at least one lead first.")
+		seeOther(w, r, back)
+		return
+	}
+	if len(ids) > leads.MaxBulk {
+		ids = ids[:leads.MaxBulk]
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" && !seen[id] {
+			seen[id] = true
+			in.IDs = append(in.IDs, id)
+		}
+	}
+	p, _ := PrincipalFrom(ctx)
+	var res leads.BulkResult
+	_, err := s.uiOnce(ctx, sess.Tenant.ID, r.PostFormValue("key"), "bulk", func(k *idempotency.Key) (string, error) {
+		var err error
+		res, err = s.Leads.Bulk(ctx, sess.Tenant.ID, p, in, idempotency.Once[leads.BulkResult]{Key: k, Respond: func(leads.BulkResult) (idempotency.Response, error) {
+			return idempotency.Response{Status: http.StatusSeeOther, Header: http.Header{"Location": {back}}}, nil
+		}})
+		return back, err
+	})
+	if err != nil {
+		if apperr.Is(err, apperr.Invalid) {
+			s.setFlashError(w, r, problemText(err))
+			seeOther(w, r, back)
+			return
+		}
+		s.uiError(w, r, err)
+		return
+	}
+	updated, missing := 0, 0
+	for _, it := range res.Items {
+		switch it.Status {
+		case leads.BulkUpdated:
+			updated++
+		case leads.BulkNotFound:
+			missing++
+		}
+	}
+	msg := leadviews.Plural(updated, "lead", "leads") + " " + what + "."
+	if res.Items == nil {
+		msg = "Already done: this form was sent before."
+	} else if n := len(res.Items) - updated - missing; n > 0 {
+		msg += " " + leadviews.Plural(n, "was", "were") + " already so."
+	}
+	if missing > 0 {
+		msg += " " + leadviews.Plural(missing, "lead is", "leads are") + " gone."
+	}
+	s.setFlash(w, r, msg)
+	seeOther(w, r, back)
 }
 
 func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
@@ -422,6 +613,52 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 		s.uiError(w, r, err)
 	}
 	return leads.Lead{}, false
+}
+
+// uiLeadNextStep saves the next step and its due date ("datetime-local"
+// input, read as UTC; empty clears it) under the form's version.
+func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	step, msg := leads.ParseNextStep(r.PostFormValue("next_step"))
+	if msg != "" {
+		s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The next step " + msg + "."})
+		return
+	}
+	in := leads.PatchInput{NextStep: &step, DueSet: true}
+	if d := strings.TrimSpace(r.PostFormValue("due_at")); d != "" {
+		t, err := parseDue(d)
+		if err != nil {
+			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The due date was not understood; pick a date and time."})
+			return
+		}
+		in.DueAt = &t
+	}
+	label := step
+	if label == "" {
+		label = "no next step"
+	}
+	if _, ok := s.patchLead(w, r, id, "next-step", "", label, in); ok {
+		s.setFlash(w, r, "Next step saved.")
+		seeOther(w, r, "/leads/"+id)
+	}
+}
+
+// parseDue reads a datetime-local value (2026-03-02T15:04), a date, or
+// RFC 3339; local values are UTC.
+func parseDue(v string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			if layout == "2006-01-02" {
+				t = t.Add(17 * time.Hour) // a date alone: due by the end of the working day
+			}
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errors.New("bad due date")
 }
 
 func problemText(err error) string {

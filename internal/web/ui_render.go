@@ -60,7 +60,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active stri
 	p.User = &layouts.User{Name: sess.User.Name, Email: sess.User.Email, Role: sess.User.Role}
 	p.TenantName = sess.Tenant.Name
 	if w != nil {
-		p.Flash, p.Undo = s.takeFlash(w, r)
+		p.Flash, p.FlashError, p.Undo = s.takeFlash(w, r)
 	}
 	if sess.User.IsAdmin() {
 		p.OpenAlerts = s.openAlerts(r.Context(), sess.Tenant.ID)

@@ -54,6 +54,8 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads/{id}/status", s.uiLeadStatus)
 			r.Post("/leads/{id}/owner", s.uiLeadOwner)
 			r.Post("/leads/{id}/notes", s.uiLeadNote)
+			r.Post("/leads/{id}/next-step", s.uiLeadNextStep)
+			r.Post("/leads/bulk", s.uiBulk)
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)

@@ -200,6 +200,40 @@
     list[j].focus();
   });
 
+  // ---- lead page: status and owner save on change ----------------------
+  // (Their Save buttons are for browsers without JavaScript.)
+  document.documentElement.classList.add("js");
+  document.addEventListener("change", function (ev) {
+    var sel = ev.target;
+    var form = sel && sel.closest && sel.tagName === "SELECT" && sel.closest("form[data-autosave]");
+    if (!form) return;
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  });
+
+  // ---- inbox: select every lead on the page, count the selection -------
+  function updateBulk(form) {
+    if (!form) return;
+    var boxes = form.querySelectorAll("input[name='ids']"), n = 0;
+    for (var i = 0; i < boxes.length; i++) if (boxes[i].checked) n++;
+    var out = form.querySelector("[data-bulk-count]");
+    if (out) out.textContent = n === 0 ? "Select leads to act on several at once" : (n === 1 ? "1 lead selected" : n + " leads selected");
+    var bar = form.querySelector(".bulk-bar");
+    if (bar) bar.classList.toggle("has-selection", n > 0);
+    var all = form.querySelector("[data-check-all]");
+    if (all) { all.checked = n > 0 && n === boxes.length; all.indeterminate = n > 0 && n < boxes.length; }
+  }
+  document.addEventListener("change", function (ev) {
+    var t = ev.target;
+    if (!t || !t.matches) return;
+    var form = t.closest("form[data-testid='bulk-form']");
+    if (!form) return;
+    if (t.matches("[data-check-all]")) {
+      var boxes = form.querySelectorAll("input[name='ids']");
+      for (var i = 0; i < boxes.length; i++) boxes[i].checked = t.checked;
+    }
+    if (t.matches("[data-check-all], input[name='ids']")) updateBulk(form);
+  });
+
   // ---- board: drag a card to another column ----------------------------
   // Dropping submits the card's own "Move to…" form with the target status
   // (htmx swaps the page in place; without htmx it is a normal POST), so

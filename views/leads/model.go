@@ -83,8 +83,22 @@ func (l Lead) Title() string {
 	return "Unnamed lead"
 }
 
+// Quick views of the inbox.
+const (
+	ViewMine       = "mine"       // my open leads (the default)
+	ViewUnassigned = "unassigned" // unassigned new leads
+	ViewDue        = "due"        // my follow-ups due today or earlier
+	ViewAll        = "all"
+)
+
+// ViewTabs are the quick views in order.
+var ViewTabs = []struct{ Key, Label string }{
+	{ViewMine, "My open leads"}, {ViewDue, "My follow-ups due"}, {ViewUnassigned, "Unassigned new"}, {ViewAll, "All"},
+}
+
 // Filters are the inbox's query parameters.
 type Filters struct {
+	View                     string
 	Status, Source, Owner, Q string
 }
 
@@ -109,6 +123,9 @@ func (f Filters) ToggleText() string {
 // replaced by the given one (use f.Status to keep it).
 func (f Filters) Query(status string) string {
 	v := url.Values{}
+	if f.View != "" {
+		v.Set("view", f.View)
+	}
 	if status != "" {
 		v.Set("status", status)
 	}
@@ -165,17 +182,27 @@ func thousands(n int) string {
 
 // InboxView is GET /leads.
 type InboxView struct {
-	Page     layouts.Page
-	Filters  Filters
-	Sources  []components.Option // filter choices (value "" = all)
-	Owners   []components.Option // filter choices (value "" = anyone)
-	Counts   []StatusCount       // All first, then each status
-	Leads    []Lead
-	NextHref string // older page, "" on the last one
-	IsFirst  bool   // no cursor: the newest page
-	Problem  string // a filter was not understood
-	HasAny   bool   // the tenant has at least one lead
-	Now      time.Time
+	Page      layouts.Page
+	Filters   Filters
+	Sources   []components.Option // filter choices (value "" = all)
+	Owners    []components.Option // filter choices (value "" = anyone)
+	Counts    []StatusCount       // All first, then each status
+	Leads     []Lead
+	NextHref  string // older page, "" on the last one
+	IsFirst   bool   // no cursor: the newest page
+	Problem   string // a filter was not understood
+	HasAny    bool   // the tenant has at least one lead
+	Now       time.Time
+	MeID      string
+	Assignees []components.Option // bulk "Assign to…" choices
+	BulkKey   string              // per-render key of the bulk form
+	Back      string              // this page's URL, where the bulk form returns
+}
+
+// ViewHref is /leads in another quick view (the search is kept).
+func (f Filters) ViewHref(view string) string {
+	g := Filters{View: view, Q: f.Q}
+	return g.Href("")
 }
 
 // Column is one status column of the board.
@@ -273,6 +300,9 @@ func sourceLabel(l Lead) string {
 	return "Deleted source"
 }
 
+// Plural is "1 lead" or "12 leads".
+func Plural(n int, one, many string) string { return plural(n, one, many) }
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -295,4 +325,12 @@ func humanKind(k string) string {
 		b[0] -= 'a' - 'A'
 	}
 	return string(b)
+}
+
+// dueInput is the due date as a datetime-local value (UTC).
+func dueInput(l Lead) string {
+	if l.DueAt.IsZero() {
+		return ""
+	}
+	return l.DueAt.UTC().Format("2006-01-02T15:04")
 }

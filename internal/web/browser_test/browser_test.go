@@ -114,8 +114,7 @@ func TestBrowserAcceptance(t *testing.T) {
 	if got := admin.text(`[data-testid="lead-name"]`); got != "Dana Scully" {
 		t.Fatalf("lead page name %q", got)
 	}
-	admin.do(chromedp.SetValue(chromedp.CSS(`#f-status`), "qualified"))
-	admin.submit(`[data-testid="save-status"]`)
+	admin.choose(`#f-status`, "qualified") // saves on change
 	if got := admin.text(`[data-testid="lead-status"]`); got != "Qualified" {
 		t.Fatalf("status after save %q", got)
 	}
@@ -139,10 +138,8 @@ func TestBrowserAcceptance(t *testing.T) {
 	staff.login("sam@acme.test", "sam-staff-password")
 	staff.open("/leads/" + id)
 	admin.open("/leads/" + id)
-	admin.do(chromedp.SetValue(chromedp.CSS(`#f-status`), "contacted"))
-	admin.submit(`[data-testid="save-status"]`)
-	staff.do(chromedp.SetValue(chromedp.CSS(`#f-status`), "won"))
-	staff.submit(`[data-testid="save-status"]`)
+	admin.choose(`#f-status`, "contacted")
+	staff.choose(`#f-status`, "won")
 	if staff.count(`[data-testid="conflict"]`) != 1 {
 		t.Fatal("the stale edit shows no conflict")
 	}

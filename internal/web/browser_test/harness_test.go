@@ -232,3 +232,15 @@ func (tb *tab) screenshot(name string) {
 	}
 	tb.do(chromedp.EmulateViewport(1280, 900))
 }
+
+// choose picks a value in a select that saves on change and waits for the
+// page the save leads to.
+func (tb *tab) choose(sel, value string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	js := fmt.Sprintf(`(function(){var s=document.querySelector(%q); s.value=%q; s.dispatchEvent(new Event("change",{bubbles:true}));})()`, sel, value)
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Evaluate[chromedp.Void](js))); err != nil {
+		tb.t.Fatalf("%s: choose %s in %s: %v", tb.name, value, sel, err)
+	}
+}

@@ -383,3 +383,81 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	}
 	admin.screenshot("monitor-rules")
 }
+
+// TestBrowserSalesDay: staff land on "My open leads"; bulk-assign three
+// leads to themselves (one form, applied once); "Assign to me" on a lead
+// page; a next step with a due date shows in the inbox and in
+// "My follow-ups due".
+func TestBrowserSalesDay(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	d := newSalesDay(t, "ui_salesday", "Dana Scully", "Fox Mulder", "Walter Skinner", "Monica Reyes")
+	browser := startBrowser(t)
+	sam := newTab(t, browser, d.e.URL, "sam")
+	sam.login("sam@acme.test", staffPassword)
+	if sam.count(`[data-testid="view-mine"][aria-current="page"]`) != 1 {
+		t.Fatal("staff do not land on My open leads")
+	}
+	if sam.count(`[data-testid="lead-row"]`) != 0 {
+		t.Fatal("My open leads lists leads nobody assigned to me")
+	}
+	sam.screenshot("inbox-mine-empty")
+
+	t.Log("bulk: assign three unassigned leads to me")
+	sam.open("/leads?view=unassigned")
+	if n := sam.count(`[data-testid="lead-row"]`); n != 4 {
+		t.Fatalf("unassigned new: %d rows", n)
+	}
+	for _, n := range []string{"Dana Scully", "Fox Mulder", "Walter Skinner"} {
+		sam.do(chromedp.Click(chromedp.CSS(`[data-lead-id="`+d.leads[n]+`"] [data-testid="select-lead"]`), chromedp.NodeVisible))
+	}
+	if got := sam.text(`[data-testid="bulk-count"]`); got != "3 leads selected" {
+		t.Errorf("selection says %q", got)
+	}
+	sam.do(chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-owner"]`), d.staff.ID))
+	sam.screenshot("inbox-bulk-selected")
+	sam.submit(`[data-testid="bulk-assign"]`)
+	if got := sam.text(`[data-testid="flash"]`); !strings.Contains(got, "3 leads assigned to Sam Rivera") {
+		t.Fatalf("flash after bulk assign: %q", got)
+	}
+	var n int
+	if err := d.e.App.DB.GetContext(context.Background(), &n, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id = ? AND version = 2`, d.acme.ID, d.staff.ID); err != nil || n != 3 {
+		t.Fatalf("%d leads assigned at version 2 (%v)", n, err)
+	}
+	sam.open("/leads")
+	if n := sam.count(`[data-testid="lead-row"]`); n != 3 {
+		t.Fatalf("My open leads after the bulk assign: %d rows", n)
+	}
+
+	t.Log("Assign to me on a lead page")
+	monica := d.leads["Monica Reyes"]
+	sam.open("/leads/" + monica)
+	sam.submit(`[data-testid="assign-me"]`)
+	if got := sam.text(`[data-testid="field-owner"]`); got != "Sam Rivera" {
+		t.Fatalf("owner after Assign to me: %q", got)
+	}
+
+	t.Log("a next step with a due date shows in the inbox and in follow-ups due")
+	due := time.Now().UTC().Add(-time.Hour)
+	sam.do(chromedp.SetValue(chromedp.CSS(`[data-testid="next-step-input"]`), "Send the pricing sheet"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid="due-input"]`), due.Format("2006-01-02T15:04")))
+	sam.submit(`[data-testid="save-next-step"]`)
+	if sam.count(`[data-testid="due"].is-overdue`) == 0 {
+		t.Error("an overdue next step is not highlighted on the lead page")
+	}
+	sam.screenshot("lead-next-step")
+	sam.open("/leads")
+	row := `[data-lead-id="` + monica + `"] [data-testid="next-step-cell"]`
+	if got := sam.text(row); !strings.Contains(got, "Send the pricing sheet") || !strings.Contains(got, "Overdue") {
+		t.Fatalf("inbox next step: %q", got)
+	}
+	sam.screenshot("inbox-mine")
+	sam.open("/leads?view=due")
+	if n := sam.count(`[data-testid="lead-row"]`); n != 1 || sam.count(`[data-lead-id="`+monica+`"]`) != 1 {
+		t.Fatalf("My follow-ups due: %d rows", n)
+	}
+	sam.screenshot("inbox-due")
+	sam.phoneFits("/leads")
+	sam.phoneFits("/leads/" + monica)
+}
