@@ -29,7 +29,7 @@ func (a *App) wireReconcile(ctx context.Context) error {
 		// Exactly the webhook path: same mapping, same upsert.
 		Apply: func(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (reconcile.Applied, error) {
 			r, err := webhooks.Apply(ctx, x, tenantID, src, raw, now)
-			return reconcile.Applied(r), err
+			return reconcile.Applied{LeadID: r.LeadID, New: r.New, Lead: r.Lead}, err
 		},
 	}
 	a.Web.Reconcile = svc

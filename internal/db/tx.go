@@ -23,9 +23,17 @@ var (
 	_ Ext = (*sqlx.Tx)(nil)
 )
 
+// ErrRetryTx is returned (wrapped) by store code that found its
+// transaction raced by another one in a way a re-run resolves (e.g. a row
+// it meant to insert was inserted meanwhile); InTx re-runs it.
+var ErrRetryTx = errors.New("transaction raced; re-run it")
+
 // Retryable reports whether err is a deadlock (1213) or lock wait timeout
 // (1205): the transaction was rolled back by the server and may be re-run.
 func Retryable(err error) bool {
+	if errors.Is(err, ErrRetryTx) {
+		return true
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		return me.Number == 1213 || me.Number == 1205

@@ -59,6 +59,8 @@ type SenderRecord struct {
 	// Sightings is what the record adds to times_seen: a webhook delivery 1
 	// plus its duplicates, reconcile and enrichment 0.
 	Sightings int
+	// OrderKey orders records of one lead (see OrderKey); "" means now.
+	OrderKey string
 }
 
 // Origin says which path touched a lead.

@@ -1,10 +1,13 @@
 package leads
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,52 +37,239 @@ var leadColsL = func() string {
 
 // ---- Leads: sender upsert, manual insert, human edits, reads ----
 
-// UpsertFromSender writes a sender's record through the lead's natural key
-// (tenant_id, source_id, source_ref). Only sender-owned fields are in the
-// update clause: status, owner, notes, tags and version are never touched,
-// so a human's work survives every re-delivery and reconcile. Empty sender
-// values do not blank known ones (a Meta webhook carries no fields until
-// enrichment). Returns the lead id and whether the lead is new.
+// UpsertFromSender writes one sender's record through the lead's natural
+// key; see UpsertFromSenderBatch. Returns the lead id and whether the lead
+// is new.
 func UpsertFromSender(ctx context.Context, x db.Ext, tenantID, sourceID string, r SenderRecord, now time.Time) (string, bool, error) {
-	id := db.NewID()
-	tags := Tags(r.Tags)
-	payload := r.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage(`{}`)
-	}
-	res, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
-			company, source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?)
-		ON DUPLICATE KEY UPDATE
-			payload = VALUES(payload),
-			email = IF(VALUES(email) = '', email, VALUES(email)),
-			name = IF(VALUES(name) = '', name, VALUES(name)),
-			phone = IF(VALUES(phone) = '', phone, VALUES(phone)),
-			company = IF(VALUES(company) = '', company, VALUES(company)),
-			source_created_at = COALESCE(VALUES(source_created_at), source_created_at),
-			last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
-			times_seen = times_seen + VALUES(times_seen),
-			updated_at = VALUES(updated_at)`,
-		tenantID, id, sourceID, r.SourceRef, string(payload), Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64),
-		Clip(r.Company, 255), r.CreatedAt, now, r.Sightings, tags, now, now)
+	out, err := UpsertFromSenderBatch(ctx, x, tenantID, []BatchRecord{{SourceID: sourceID, SenderRecord: r}}, now)
 	if err != nil {
 		return "", false, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return "", false, err
-	}
-	if n == 1 {
-		return id, true, nil
-	}
-	var existing string
-	err = x.GetContext(ctx, &existing, `SELECT id FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref = ?`,
-		tenantID, sourceID, r.SourceRef)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, errors.New("leads: upserted row vanished")
-	}
-	return existing, false, err
+	return out[0].LeadID, out[0].Kind == OutcomeCreated, nil
 }
+
+// What an upsert did with one record.
+const (
+	OutcomeCreated   = "created"   // a new lead
+	OutcomeUpdated   = "updated"   // sender-owned fields changed
+	OutcomeUnchanged = "unchanged" // applied, nothing changed (still a sighting)
+	OutcomeStale     = "stale"     // older than the lead's data: not applied (still a sighting)
+)
+
+// BatchRecord is one record of a batch upsert: its source and the record.
+type BatchRecord struct {
+	SourceID string
+	SenderRecord
+}
+
+// UpsertOutcome is what became of one record of a batch.
+type UpsertOutcome struct {
+	LeadID, SourceID, SourceRef string
+	Kind                        string // OutcomeCreated, …
+}
+
+// OrderKey is a record's order key (leads.order_key): the record's time
+// (the sender's event time, else when Leadpipe received it) as 16 hex
+// digits of microseconds, then tiebreak (Leadpipe's delivery id, a ULID:
+// receipt order among records of the same time). Keys sort as text.
+func OrderKey(t time.Time, tiebreak string) string {
+	us := t.UnixMicro()
+	if us < 0 {
+		us = 0
+	}
+	return fmt.Sprintf("%016x%s", us, tiebreak)
+}
+
+// senderState is what a lead holds of a sender, to tell what a record
+// changes.
+type senderState struct {
+	ID        string     `db:"id"`
+	SourceRef string     `db:"source_ref"`
+	OrderKey  string     `db:"order_key"`
+	Email     string     `db:"email"`
+	Name      string     `db:"name"`
+	Phone     string     `db:"phone"`
+	Company   string     `db:"company"`
+	CreatedAt *time.Time `db:"source_created_at"`
+	Payload   []byte     `db:"payload"`
+}
+
+// apply merges r into the state as the upsert statement does; it reports
+// whether a sender-owned field changed.
+func (st *senderState) apply(r SenderRecord, payload []byte) bool {
+	changed := false
+	set := func(dst *string, v string) {
+		if v != "" && v != *dst {
+			*dst, changed = v, true
+		}
+	}
+	set(&st.Email, r.Email)
+	set(&st.Name, r.Name)
+	set(&st.Phone, r.Phone)
+	set(&st.Company, r.Company)
+	if r.CreatedAt != nil && (st.CreatedAt == nil || !st.CreatedAt.Equal(*r.CreatedAt)) {
+		st.CreatedAt, changed = r.CreatedAt, true
+	}
+	if !jsonEqual(st.Payload, payload) {
+		st.Payload, changed = payload, true
+	}
+	st.OrderKey = r.OrderKey
+	return changed
+}
+
+// jsonEqual compares two stored payloads; MariaDB keeps JSON text as sent,
+// MySQL normalises it, so equal bytes or equal compact forms are equal.
+func jsonEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// UpsertFromSenderBatch writes sender records through each lead's natural
+// key (tenant_id, source_id, source_ref) in the caller's transaction and
+// tells, per record, what it did. Only sender-owned fields are written:
+// status, owner, notes, tags and version are never touched, so a human's
+// work survives every re-delivery and reconcile. Empty sender values do
+// not blank known ones (a Meta webhook carries no fields until
+// enrichment).
+//
+// Record order: the ON DUPLICATE KEY UPDATE writes a record's fields only
+// when its order key is not older than the lead's (order_key), so a late
+// or re-ordered record changes no field, whichever worker runs it; it
+// still adds its sightings (times_seen) and last_seen_at. Records of one
+// lead in one batch are applied in order-key order.
+//
+// Statements: one locking read of the leads the batch touches (per
+// source: their ids, order keys and sender fields, to tell created /
+// updated / unchanged / stale without a query per record), one multi-row
+// INSERT of the new leads, one multi-row upsert of the other records. The
+// lock holds the existing leads; a lead another transaction creates
+// meanwhile makes the INSERT fail with a duplicate key, and the caller's
+// transaction is then re-run (ErrConcurrentCreate wraps db.ErrRetryTx, which
+// db.InTx retries).
+func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, error) {
+	out := make([]UpsertOutcome, len(recs))
+	type key struct{ source, ref string }
+	order := make([]int, len(recs))
+	for i := range recs {
+		order[i] = i
+		if recs[i].OrderKey == "" {
+			recs[i].OrderKey = OrderKey(now, db.NewID())
+		}
+		recs[i].SourceRef = Clip(recs[i].SourceRef, 191)
+	}
+	// Natural key, then order key: two records of a lead apply oldest
+	// first, and batches lock leads in the same order.
+	sort.SliceStable(order, func(a, b int) bool {
+		ra, rb := recs[order[a]], recs[order[b]]
+		if ra.SourceID != rb.SourceID {
+			return ra.SourceID < rb.SourceID
+		}
+		if ra.SourceRef != rb.SourceRef {
+			return ra.SourceRef < rb.SourceRef
+		}
+		return ra.OrderKey < rb.OrderKey
+	})
+	// The leads as they are, locked.
+	state := map[key]*senderState{}
+	bySource := map[string][]any{}
+	var sourceOrder []string
+	for _, i := range order {
+		r := recs[i]
+		if _, ok := bySource[r.SourceID]; !ok {
+			sourceOrder = append(sourceOrder, r.SourceID)
+		}
+		bySource[r.SourceID] = append(bySource[r.SourceID], r.SourceRef)
+	}
+	for _, src := range sourceOrder {
+		refs := bySource[src]
+		var rows []senderState
+		if err := x.SelectContext(ctx, &rows, `SELECT id, source_ref, order_key, email, name, phone, company, source_created_at,
+				IFNULL(payload, '{}') AS payload
+			FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?`+strings.Repeat(", ?", len(refs)-1)+`)
+			ORDER BY source_ref FOR UPDATE`, append([]any{tenantID, src}, refs...)...); err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			state[key{src, rows[i].SourceRef}] = &rows[i]
+		}
+	}
+	// Decide each record's outcome, as the statements will apply them.
+	var newArgs, upArgs []any
+	newRows, upRows := 0, 0
+	for _, i := range order {
+		r := recs[i].SenderRecord
+		k := key{recs[i].SourceID, r.SourceRef}
+		payload := []byte(r.Payload)
+		if len(payload) == 0 {
+			payload = []byte(`{}`)
+		}
+		row := []any{tenantID, "", recs[i].SourceID, r.SourceRef, string(payload), Clip(r.Email, 320), Clip(r.Name, 255),
+			Clip(r.Phone, 64), Clip(r.Company, 255), r.CreatedAt, now, r.Sightings, Tags(r.Tags), now, now, r.OrderKey}
+		r.Email, r.Name, r.Phone, r.Company = Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64), Clip(r.Company, 255)
+		st := state[k]
+		switch {
+		case st == nil:
+			st = &senderState{ID: db.NewID(), SourceRef: r.SourceRef}
+			st.apply(r, payload)
+			state[k] = st
+			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
+			row[1] = st.ID
+			newArgs = append(newArgs, row...)
+			newRows++
+			continue
+		case r.OrderKey < st.OrderKey:
+			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeStale}
+		case st.apply(r, payload):
+			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUpdated}
+		default:
+			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
+		}
+		row[1] = st.ID
+		upArgs = append(upArgs, row...)
+		upRows++
+	}
+	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
+			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key) VALUES `
+	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?)`
+	if newRows > 0 {
+		if _, err := x.ExecContext(ctx, cols+vals+strings.Repeat(", "+vals, newRows-1), newArgs...); err != nil {
+			if db.IsDuplicate(err) {
+				return nil, ErrConcurrentCreate
+			}
+			return nil, err
+		}
+	}
+	if upRows > 0 {
+		// The guard: a record older than the lead's order key writes no
+		// sender field. order_key is assigned last (MySQL and MariaDB
+		// evaluate the assignments in order, later ones see earlier ones).
+		const newer = `VALUES(order_key) >= order_key`
+		if _, err := x.ExecContext(ctx, cols+vals+strings.Repeat(", "+vals, upRows-1)+` ON DUPLICATE KEY UPDATE
+				payload = IF(`+newer+`, VALUES(payload), payload),
+				email = IF(`+newer+` AND VALUES(email) <> '', VALUES(email), email),
+				name = IF(`+newer+` AND VALUES(name) <> '', VALUES(name), name),
+				phone = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone), phone),
+				company = IF(`+newer+` AND VALUES(company) <> '', VALUES(company), company),
+				source_created_at = IF(`+newer+`, COALESCE(VALUES(source_created_at), source_created_at), source_created_at),
+				updated_at = IF(`+newer+`, VALUES(updated_at), updated_at),
+				last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
+				times_seen = times_seen + VALUES(times_seen),
+				order_key = GREATEST(order_key, VALUES(order_key))`, upArgs...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ErrConcurrentCreate means another transaction created one of the batch's
+// new leads first; re-running the transaction finds it.
+var ErrConcurrentCreate = fmt.Errorf("leads: a lead of the batch was created concurrently: %w", db.ErrRetryTx)
 
 // insertManual stores a lead a person created (no source).
 func insertManual(ctx context.Context, x db.Ext, l Lead) error {

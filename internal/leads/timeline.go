@@ -73,7 +73,16 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 		if d.Origin == string(OriginReconcile) {
 			kind = EventReconcile
 		}
-		detail, _ := json.Marshal(map[string]string{"origin": d.Origin})
+		m := map[string]string{"origin": d.Origin}
+		if d.Outcome != nil {
+			m["outcome"] = *d.Outcome
+			if *d.Outcome == OutcomeStale {
+				// Older than the lead's data: counted, not applied.
+				kind = EventStale
+				m["note"] = "older than the current data, not applied"
+			}
+		}
+		detail, _ := json.Marshal(m)
 		out = append(out, TimelineEntry{ID: d.ID, Kind: kind, At: d.ReceivedAt, ActorName: nameOr(d.SourceName, d.Origin),
 			SourceID: d.SourceID, DeliveryID: d.ID, SenderDeliveryID: d.DeliveryID, Detail: detail})
 	}

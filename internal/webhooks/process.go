@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -19,6 +22,12 @@ import (
 )
 
 // Processor maps stored deliveries (and reconciled records) to leads.
+//
+// Deliveries are processed in batches: each Asynq task's handler hands its
+// delivery to the processor and waits for that delivery's own result, and
+// what the handlers hand in at the same time goes through one transaction
+// (see processBatch). Asynq still sees one task per delivery, with its own
+// retries and archive.
 type Processor struct {
 	DB      *sqlx.DB
 	Sources *sources.Service
@@ -28,28 +37,46 @@ type Processor struct {
 	// AfterUpsert runs after a committed webhook upsert (e.g. queue Meta
 	// enrichment). Optional.
 	AfterUpsert func(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead)
+	// OnBatch, when set, runs inside each batch's transaction after the
+	// leads were written, with what each record did to its lead (outbound
+	// events go to their outbox here, in the same transaction). An error
+	// rolls the batch back (its deliveries are retried).
+	OnBatch func(ctx context.Context, tx *sqlx.Tx, tenantID string, outcomes []leads.UpsertOutcome) error
+
+	MaxBatch int // deliveries per transaction (default 64)
+	Runners  int // batches in flight at most (default 2)
+
+	once sync.Once
+	reqs chan *processReq
+}
+
+type processReq struct {
+	tenantID, id string
+	done         chan processRes
+}
+
+type processRes struct {
+	res Result
+	err error
 }
 
 func (p *Processor) now() time.Time { return p.Now().UTC().Truncate(time.Microsecond) }
 
 // Result of applying one record.
 type Result struct {
-	LeadID string
-	New    bool
-	Lead   kinds.Lead
+	LeadID  string
+	New     bool
+	Outcome string // leads.OutcomeCreated, …
+	Lead    kinds.Lead
 }
 
 // Apply is THE path from a sender's record to a lead, shared by webhook
 // deliveries and reconcile: map the raw bytes with the source's kind and
-// upsert through the natural key, touching sender-owned fields only.
-// Reconcile and enrichment records are no webhook sightings: times_seen
-// stays as it is.
+// upsert through the natural key, touching sender-owned fields only, in
+// record order (the sender's event time where the record carries one,
+// else now: a pulled record is received now). Reconcile and enrichment
+// records are no webhook sightings: times_seen stays as it is.
 func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Result, error) {
-	return apply(ctx, tx, tenantID, src, raw, 0, now)
-}
-
-// apply maps and upserts one record that adds sightings to times_seen.
-func apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, sightings int, now time.Time) (Result, error) {
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
 		return Result{}, err
@@ -58,61 +85,331 @@ func apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, 
 	if err != nil {
 		return Result{}, err
 	}
-	id, created, err := leads.UpsertFromSender(ctx, tx, tenantID, src.ID, leads.SenderRecord{
-		SourceRef: l.SourceRef, Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
-		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload, Sightings: sightings,
-	}, now)
-	return Result{LeadID: id, New: created, Lead: l}, err
+	rec := senderRecord(l, 0, orderKey(l, now, db.NewID()))
+	out, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, []leads.BatchRecord{{SourceID: src.ID, SenderRecord: rec}}, now)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{LeadID: out[0].LeadID, New: out[0].Kind == leads.OutcomeCreated, Outcome: out[0].Kind, Lead: l}, nil
+}
+
+func senderRecord(l kinds.Lead, sightings int, key string) leads.SenderRecord {
+	return leads.SenderRecord{SourceRef: l.SourceRef, Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
+		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload, Sightings: sightings, OrderKey: key}
+}
+
+// orderKey is a record's place in its lead's history: the sender's event
+// time where the record has one, else when Leadpipe received it; the
+// delivery id breaks ties in receipt order.
+func orderKey(l kinds.Lead, received time.Time, tiebreak string) string {
+	t := received
+	if l.EventTime != nil {
+		t = *l.EventTime
+	}
+	return leads.OrderKey(t, tiebreak)
 }
 
 // ErrAlreadyProcessed means another run processed the delivery first.
 var errAlreadyProcessed = errors.New("delivery already processed")
 
 // ProcessDelivery maps one stored delivery to its lead and marks it
-// processed, in one transaction. Running it twice changes nothing: the
-// delivery row is locked and a processed delivery is skipped.
+// processed, in the transaction of the batch it joins. Running it twice
+// changes nothing: the delivery rows are locked and a delivery no longer
+// 'received' is skipped.
 func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID string) (Result, error) {
-	var res Result
-	var src sources.Source
-	err := db.InTx(ctx, p.DB, func(tx *sqlx.Tx) error {
-		var d Delivery
-		err := tx.GetContext(ctx, &d, `SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id = ? FOR UPDATE`,
-			tenantID, deliveryRowID)
-		if err != nil {
-			return db.MapErr(err, "delivery not found", "")
-		}
-		if d.ProcessedAt != nil {
-			return errAlreadyProcessed
-		}
-		if src, err = p.Sources.Get(ctx, tenantID, d.SourceID); err != nil {
-			return err
-		}
-		now := p.now()
-		// The delivery and the duplicates counted on it so far (the row is
-		// locked: later ones wait, then the sightings sync adds them).
-		if res, err = apply(ctx, tx, tenantID, src, d.Payload, 1+d.DupCount, now); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, lead_id = ?, attempts = attempts + 1, last_error = NULL,
-				dups_counted = ?
-			WHERE tenant_id = ? AND id = ?`, now, res.LeadID, d.DupCount, tenantID, deliveryRowID)
-		return err
-	})
-	if err != nil {
-		return res, err
+	p.once.Do(p.start)
+	r := &processReq{tenantID: tenantID, id: deliveryRowID, done: make(chan processRes, 1)}
+	select {
+	case p.reqs <- r:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
 	}
-	if p.AfterUpsert != nil {
-		p.AfterUpsert(ctx, tenantID, src, res.LeadID, res.Lead)
+	select {
+	case res := <-r.done:
+		return res.res, res.err
+	case <-ctx.Done():
+		// The batch goes on; its outcome is in the database either way.
+		return Result{}, ctx.Err()
 	}
-	return res, nil
 }
 
-// markFailed records a permanent failure so the sweeper stops re-queuing.
-func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
-	msg := leads.Clip(cause.Error(), 1000)
-	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
-		WHERE tenant_id = ? AND id = ? AND state = 'received'`, p.now(), msg, tenantID, id)
+func (p *Processor) start() {
+	if p.MaxBatch <= 0 {
+		p.MaxBatch = 64
+	}
+	if p.Runners <= 0 {
+		p.Runners = 2
+	}
+	p.reqs = make(chan *processReq, 1024)
+	for i := 0; i < p.Runners; i++ {
+		go p.runner()
+	}
+}
+
+// runner takes what is waiting (at least one delivery, at most MaxBatch)
+// and processes it as one batch; batches form from the load, never from a
+// delay.
+func (p *Processor) runner() {
+	for first := range p.reqs {
+		batch := []*processReq{first}
+	fill:
+		for len(batch) < p.MaxBatch {
+			select {
+			case r := <-p.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		p.run(batch)
+	}
+}
+
+// run processes a batch; when the database refuses it for a reason one
+// delivery may cause (a value it will not store), each delivery is retried
+// alone, so a poison delivery fails only itself.
+func (p *Processor) run(batch []*processReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results, err := p.processBatch(ctx, batch)
+	if err != nil && len(batch) > 1 && !db.Retryable(err) && !db.IsUnavailable(err) && ctx.Err() == nil {
+		for _, r := range batch {
+			res, rerr := p.processBatch(ctx, []*processReq{r})
+			if rerr != nil {
+				r.done <- processRes{err: rerr}
+				continue
+			}
+			r.done <- res[0]
+		}
+		return
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.done <- processRes{err: err}
+			continue
+		}
+		r.done <- results[i]
+	}
+}
+
+// permanent reports a delivery whose stored bytes can never map.
+func permanent(err error) bool {
+	return errors.Is(err, kinds.ErrUnparseable) || errors.Is(err, kinds.ErrNoNaturalKey) || errors.Is(err, kinds.ErrUnknownKind)
+}
+
+// processBatch is one transaction: lock the batch's deliveries (one query
+// per tenant), build each source's mapper once, map, one batch upsert of
+// the leads per tenant (record order kept), one update of the processed
+// deliveries and one of the failed ones, OnBatch, commit. A delivery that
+// cannot map is marked failed in the same transaction and fails only
+// itself.
+func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]processRes, error) {
+	type item struct {
+		req  *processReq
+		d    *Delivery
+		src  sources.Source
+		lead kinds.Lead
+		res  processRes
+	}
+	var items []*item
+	var after []*item
+	err := db.InTx(ctx, p.DB, func(tx *sqlx.Tx) error {
+		items, after = items[:0], after[:0]
+		now := p.now()
+		byTenant := map[string][]*item{}
+		var tenantOrder []string
+		for _, r := range batch {
+			it := &item{req: r}
+			items = append(items, it)
+			if _, ok := byTenant[r.tenantID]; !ok {
+				tenantOrder = append(tenantOrder, r.tenantID)
+			}
+			byTenant[r.tenantID] = append(byTenant[r.tenantID], it)
+		}
+		sort.Strings(tenantOrder)
+		for _, tenantID := range tenantOrder {
+			tits := byTenant[tenantID]
+			ids := make([]string, len(tits))
+			for i, it := range tits {
+				ids[i] = it.req.id
+			}
+			ds, err := lockDeliveries(ctx, tx, tenantID, ids)
+			if err != nil {
+				return err
+			}
+			mappers := map[string]kinds.Kind{}
+			srcs := map[string]sources.Source{}
+			var recs []leads.BatchRecord
+			var recItems []*item
+			var failed []*item
+			for _, it := range tits {
+				d, ok := ds[it.req.id]
+				switch {
+				case !ok:
+					it.res.err = apperr.New(apperr.NotFound, "delivery not found")
+					continue
+				case d.State != "received":
+					it.res.err = errAlreadyProcessed
+					continue
+				}
+				it.d = d
+				src, ok := srcs[d.SourceID]
+				if !ok {
+					if src, err = p.Sources.Get(ctx, tenantID, d.SourceID); err != nil && !apperr.Is(err, apperr.NotFound) {
+						return err
+					}
+					srcs[d.SourceID] = src
+					if err == nil {
+						if mappers[d.SourceID], err = kinds.New(src.Kind, src.Config); err != nil {
+							mappers[d.SourceID] = nil
+						}
+					}
+				}
+				it.src = src
+				k := mappers[d.SourceID]
+				if src.ID == "" {
+					it.res.err = apperr.New(apperr.NotFound, "source not found")
+					continue
+				}
+				if k == nil {
+					it.res.err = fmt.Errorf("source %s: %w", src.ID, kinds.ErrUnknownKind)
+					failed = append(failed, it)
+					continue
+				}
+				l, err := k.Map(d.Payload)
+				if err != nil {
+					it.res.err = err
+					if permanent(err) {
+						failed = append(failed, it)
+					}
+					continue
+				}
+				it.lead = l
+				// The delivery and the duplicates counted on it so far (the
+				// row is locked: later ones wait, then Sightings adds them).
+				recs = append(recs, leads.BatchRecord{SourceID: d.SourceID,
+					SenderRecord: senderRecord(l, 1+d.DupCount, orderKey(l, d.ReceivedAt, d.ID))})
+				recItems = append(recItems, it)
+			}
+			var outcomes []leads.UpsertOutcome
+			if len(recs) > 0 {
+				if outcomes, err = leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now); err != nil {
+					return err
+				}
+				for i, it := range recItems {
+					o := outcomes[i]
+					it.res.res = Result{LeadID: o.LeadID, New: o.Kind == leads.OutcomeCreated, Outcome: o.Kind, Lead: it.lead}
+				}
+				if err := MarkProcessed(ctx, tx, tenantID, processedRows(recItems, func(it *item) (*Delivery, string, string) {
+					return it.d, it.res.res.LeadID, it.res.res.Outcome
+				}), now); err != nil {
+					return err
+				}
+			}
+			for _, it := range failed {
+				if err := MarkFailed(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
+					return err
+				}
+			}
+			if p.OnBatch != nil && len(outcomes) > 0 {
+				if err := p.OnBatch(ctx, tx, tenantID, outcomes); err != nil {
+					return err
+				}
+			}
+			after = append(after, recItems...)
+		}
+		return nil
+	})
 	if err != nil {
+		return nil, err
+	}
+	if p.AfterUpsert != nil {
+		for _, it := range after {
+			p.AfterUpsert(ctx, it.req.tenantID, it.src, it.res.res.LeadID, it.lead)
+		}
+	}
+	out := make([]processRes, len(items))
+	for i, it := range items {
+		out[i] = it.res
+	}
+	return out, nil
+}
+
+// lockDeliveries reads and locks a tenant's deliveries by row id.
+func lockDeliveries(ctx context.Context, tx db.Ext, tenantID string, ids []string) (map[string]*Delivery, error) {
+	q, args, err := sqlx.In(`SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var ds []Delivery
+	if err := tx.SelectContext(ctx, &ds, q, args...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Delivery, len(ds))
+	for i := range ds {
+		out[ds[i].ID] = &ds[i]
+	}
+	return out, nil
+}
+
+// ProcessedRow is one delivery processed: its lead, what the record did
+// (leads.OutcomeCreated, …) and how many duplicates times_seen now holds.
+type ProcessedRow struct {
+	ID, LeadID, Outcome string
+	DupsCounted         int
+}
+
+func processedRows[T any](items []T, f func(T) (*Delivery, string, string)) []ProcessedRow {
+	out := make([]ProcessedRow, len(items))
+	for i, it := range items {
+		d, lead, outcome := f(it)
+		out[i] = ProcessedRow{ID: d.ID, LeadID: lead, Outcome: outcome, DupsCounted: d.DupCount}
+	}
+	return out
+}
+
+// MarkProcessed marks deliveries processed in one statement.
+func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []ProcessedRow, now time.Time) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var lead, outcome, dups strings.Builder
+	var la, oa, da, ids []any
+	for _, r := range rows {
+		lead.WriteString(" WHEN ? THEN ?")
+		la = append(la, r.ID, r.LeadID)
+		outcome.WriteString(" WHEN ? THEN ?")
+		oa = append(oa, r.ID, r.Outcome)
+		dups.WriteString(" WHEN ? THEN ?")
+		da = append(da, r.ID, r.DupsCounted)
+		ids = append(ids, r.ID)
+	}
+	args := []any{now}
+	args = append(args, la...)
+	args = append(args, oa...)
+	args = append(args, da...)
+	args = append(args, tenantID)
+	args = append(args, ids...)
+	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, attempts = attempts + 1, last_error = NULL,
+			lead_id = CASE id`+lead.String()+` END,
+			outcome = CASE id`+outcome.String()+` END,
+			dups_counted = CASE id`+dups.String()+` END
+		WHERE tenant_id = ? AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+	return err
+}
+
+// MarkFailed records that a delivery can never be processed (state
+// 'failed', the cause in last_error), so the sweeper stops re-queuing it.
+// Only a delivery still 'received' changes.
+func MarkFailed(ctx context.Context, x db.Ext, tenantID, id string, cause error, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
+		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, leads.Clip(cause.Error(), 1000), tenantID, id)
+	return err
+}
+
+// markFailed is MarkFailed outside a transaction, logging what goes wrong.
+func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
+	if err := MarkFailed(ctx, p.DB, tenantID, id, cause, p.now()); err != nil {
 		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
 	}
 }

@@ -109,6 +109,7 @@ type LeadDelivery struct {
 	DeliveryID string    `db:"delivery_id"`
 	Origin     string    `db:"origin"`
 	ReceivedAt time.Time `db:"received_at"`
+	Outcome    *string   `db:"outcome"` // created | updated | unchanged | stale, once processed
 	SourceName *string   `db:"source_name"`
 }
 
@@ -116,7 +117,7 @@ type LeadDelivery struct {
 // name is joined here (one query) rather than looked up per row.
 func (s *Store) ForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDelivery, error) {
 	var out []LeadDelivery
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at,
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at, d.outcome,
 			s.name AS source_name
 		FROM deliveries d LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
 		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY d.received_at DESC LIMIT ?`, tenantID, leadID, limit)

@@ -22,7 +22,8 @@ type GenericConfig struct {
 	DeliveryIDHeader string            `json:"delivery_id_header,omitempty"`
 	DeliveryIDPath   string            `json:"delivery_id_path,omitempty"`
 	NaturalKeyPath   string            `json:"natural_key_path"`
-	Fields           map[string]string `json:"fields,omitempty"` // lead field → JSON path
+	EventTimePath    string            `json:"event_time_path,omitempty"` // the record's time: newer records win
+	Fields           map[string]string `json:"fields,omitempty"`          // lead field → JSON path
 }
 
 // GenericFields are the lead fields a generic config may map.
@@ -37,6 +38,7 @@ type genericKind struct {
 	idHeader   string
 	idPath     *jsonPath
 	keyPath    *jsonPath
+	timePath   *jsonPath
 	fieldPaths map[string]*jsonPath
 }
 
@@ -75,7 +77,7 @@ func parseGenericConfig(config json.RawMessage) (*genericKind, map[string]string
 		return jp
 	}
 	known := map[string]bool{}
-	for _, k := range []string{"signature_header", "encoding", "prefix", "delivery_id_header", "delivery_id_path", "natural_key_path", "fields"} {
+	for _, k := range []string{"signature_header", "encoding", "prefix", "delivery_id_header", "delivery_id_path", "natural_key_path", "event_time_path", "fields"} {
 		known[k] = true
 	}
 	for k := range members {
@@ -119,6 +121,7 @@ func parseGenericConfig(config json.RawMessage) (*genericKind, map[string]string
 	} else {
 		g.keyPath = path("config.natural_key_path", p)
 	}
+	g.timePath = path("config.event_time_path", str("event_time_path"))
 	if raw, ok := members["fields"]; ok && string(raw) != "null" {
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(raw, &fields) != nil || fields == nil {
@@ -243,6 +246,9 @@ func (g *genericKind) Map(raw json.RawMessage) (Lead, error) {
 	}
 	if p := g.fieldPaths["created_at"]; p != nil {
 		l.CreatedAt = parseTime(p.lookup(raw))
+	}
+	if g.timePath != nil {
+		l.EventTime = parseTime(g.timePath.lookup(raw))
 	}
 	return l, nil
 }

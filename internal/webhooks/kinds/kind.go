@@ -51,6 +51,10 @@ type Lead struct {
 	Phone     string
 	Company   string
 	CreatedAt *time.Time // sender's creation time when the payload has one (UTC)
+	// EventTime is when the sender produced this record, where the kind
+	// carries one (PRODUCT.md §4 "Record order"): the lead keeps the data of
+	// the newest record. Nil: receipt order decides.
+	EventTime *time.Time
 	Tags      []string
 	Payload   json.RawMessage // record object, compact JSON storable in MySQL and MariaDB
 }

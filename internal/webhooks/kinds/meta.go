@@ -123,6 +123,7 @@ func (metaKind) Map(raw json.RawMessage) (Lead, error) {
 		Phone:     firstNonEmpty(fd["phone_number"], fd["phone"], fd["work_phone_number"]),
 		Company:   firstNonEmpty(fd["company_name"], fd["company"]),
 		CreatedAt: firstTime(doc, "created_time"),
+		EventTime: firstTime(doc, "created_time"),
 		Payload:   payload,
 	}, nil
 }

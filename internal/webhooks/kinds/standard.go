@@ -104,7 +104,9 @@ func (standardKind) Map(raw json.RawMessage) (Lead, error) {
 	if ref == "" {
 		return Lead{}, fmt.Errorf("%w: data.id is missing", ErrNoNaturalKey)
 	}
-	return contactLead(ref, rec, recRaw)
+	l, err := contactLead(ref, rec, recRaw)
+	l.EventTime = firstTime(doc, "timestamp") // the event's RFC 3339 timestamp
+	return l, err
 }
 
 // eventRecord picks the record object of an event: data.object, else data,

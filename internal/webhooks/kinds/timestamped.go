@@ -98,5 +98,7 @@ func (timestampedKind) Map(raw json.RawMessage) (Lead, error) {
 		return Lead{}, fmt.Errorf("%w: none of data.object.id, data.id, payload.uri", ErrNoNaturalKey)
 	}
 	rec, recRaw := eventRecord(doc, data)
-	return contactLead(ref, rec, recRaw)
+	l, err := contactLead(ref, rec, recRaw)
+	l.EventTime = firstTime(doc, "created") // the event's Unix seconds
+	return l, err
 }

@@ -93,6 +93,7 @@ func (typeformKind) Map(raw json.RawMessage) (Lead, error) {
 		Phone:     firstNonEmpty(phone, hidden.scalar("phone")),
 		Company:   hidden.scalar("company"),
 		CreatedAt: firstTime(fr, "submitted_at"),
+		EventTime: firstTime(fr, "submitted_at"),
 		Payload:   payload,
 	}, nil
 }

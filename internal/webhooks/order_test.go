@@ -1,0 +1,201 @@
+package webhooks_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+func leadOf(t *testing.T, e *apptest.Env, tenantID, sourceID, ref string) leads.Lead {
+	t.Helper()
+	var l leads.Lead
+	if err := e.App.DB.GetContext(context.Background(), &l, `SELECT `+leads.LeadCols+` FROM leads
+		WHERE tenant_id = ? AND source_id = ? AND source_ref = ?`, tenantID, sourceID, ref); err != nil {
+		t.Fatalf("lead %s: %v", ref, err)
+	}
+	return l
+}
+
+// Newer, then older (the payload's event time): the newer data stays, the
+// older one is a stale timeline entry and still a sighting; a qualified
+// lead keeps its status and ETag throughout.
+func TestOlderRecordIsStale(t *testing.T) {
+	e := apptest.New(t, "hooks_order", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("order")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	now := time.Now()
+	h, b := signed(t, s, "evt-new", "contact-1", kinds.Lead{Email: "new@example.com", Name: "Newer Name"}, now)
+	if r := send(t, s.URL, h, b); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	apptest.Eventually(t, 15*time.Second, "lead", func() bool {
+		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID) == 1
+	})
+	l := leadOf(t, e, ten.ID, s.ID, "contact-1")
+	// A person qualifies it.
+	res := e.Do("PATCH", "/api/v1/leads/"+l.ID, ten.Token, map[string]any{"status": "qualified"}, "If-Match", `"1"`)
+	if res.Status != 200 {
+		t.Fatalf("patch: %d %s", res.Status, res.Body)
+	}
+	h, b = signed(t, s, "evt-old", "contact-1", kinds.Lead{Email: "old@example.com", Name: "Older Name"}, now.Add(-time.Minute))
+	if r := send(t, s.URL, h, b); r.Status != 200 || r.Ack.Status != "accepted" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	apptest.Eventually(t, 15*time.Second, "older processed", func() bool {
+		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID) == 2
+	})
+	l = leadOf(t, e, ten.ID, s.ID, "contact-1")
+	if l.Name != "Newer Name" || l.Email != "new@example.com" || l.TimesSeen != 2 || l.Status != "qualified" || l.Version != 2 {
+		t.Fatalf("after the older record: %+v", l)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND outcome = 'stale'`, ten.ID); c != 1 {
+		t.Fatalf("%d stale deliveries", c)
+	}
+	var tl struct {
+		Items []leads.TimelineEntry `json:"items"`
+	}
+	e.Do("GET", "/api/v1/leads/"+l.ID+"/timeline", ten.Token, nil).JSON(t, &tl)
+	stale := 0
+	for _, it := range tl.Items {
+		if it.Kind == leads.EventStale {
+			stale++
+		}
+	}
+	if stale != 1 {
+		t.Fatalf("%d stale entries in the timeline %+v", stale, tl.Items)
+	}
+	if get := e.Do("GET", "/api/v1/leads/"+l.ID, ten.Token, nil); get.Header.Get("ETag") != `"2"` {
+		t.Fatalf("ETag %q", get.Header.Get("ETag"))
+	}
+}
+
+// Four bodies of one record without an event time, sent one after the
+// other, 20 records at once, the worker at full concurrency: the last body
+// sent always wins (receipt order).
+func TestLastReceivedWinsWithoutEventTime(t *testing.T) {
+	e := apptest.New(t, "hooks_order4", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("order4")
+	s := newSource(t, e, ten.ID, "landing", kinds.Generic)
+	const records, bodies = 20, 4
+	var wg sync.WaitGroup
+	for r := 0; r < records; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := 1; v <= bodies; v++ {
+				h, b := signed(t, s, fmt.Sprintf("d-%d-%d", r, v), fmt.Sprintf("rec-%d", r), kinds.Lead{Name: fmt.Sprintf("Version %d", v)}, time.Now())
+				if res := send(t, s.URL, h, b); res.Status != 200 || res.Ack.Status != "accepted" {
+					t.Errorf("record %d body %d: %d %s", r, v, res.Status, res.Body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	apptest.Eventually(t, 30*time.Second, "every delivery processed", func() bool {
+		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID) == records*bodies
+	})
+	for r := 0; r < records; r++ {
+		l := leadOf(t, e, ten.ID, s.ID, fmt.Sprintf("rec-%d", r))
+		if l.Name != fmt.Sprintf("Version %d", bodies) || l.TimesSeen != bodies {
+			t.Errorf("record %d: name %q times_seen %d, want the last body and %d", r, l.Name, l.TimesSeen, bodies)
+		}
+	}
+}
+
+// 50 deliveries of one natural key at once, in one batch and across
+// batches: one lead, the newest record's data, times_seen 50.
+func TestConcurrentDeliveriesOfOneLead(t *testing.T) {
+	e := apptest.New(t, "hooks_onelead", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true})
+	ten := e.Tenant("onelead")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	const n = 50
+	base := time.Now().Add(-2 * time.Minute)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Event times one second apart: delivery 49 is the newest.
+			h, b := signed(t, s, fmt.Sprintf("evt-%02d", i), "contact-x", kinds.Lead{Name: fmt.Sprintf("Name %02d", i)}, base.Add(time.Duration(i)*time.Second))
+			if r := send(t, s.URL, h, b); r.Status != 200 || r.Ack.Status != "accepted" {
+				t.Errorf("%d: %d %s", i, r.Status, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	apptest.Eventually(t, 30*time.Second, "processed", func() bool {
+		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID) == n
+	})
+	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID); c != 1 {
+		t.Fatalf("%d leads", c)
+	}
+	l := leadOf(t, e, ten.ID, s.ID, "contact-x")
+	if l.Name != fmt.Sprintf("Name %02d", n-1) || l.TimesSeen != n {
+		t.Fatalf("lead %q times_seen %d, want the newest and %d", l.Name, l.TimesSeen, n)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND outcome = 'created'`, ten.ID); c != 1 {
+		t.Fatalf("%d created outcomes", c)
+	}
+}
+
+// A batch holding a poison delivery (its stored bytes have no natural
+// key): the others are processed in the same batch, the poison one is
+// failed with its error.
+func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
+	e := apptest.New(t, "hooks_poison", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("poison")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var ids []string
+	for i := 0; i < 8; i++ {
+		body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("p-%d", i), fmt.Sprintf("c-%d", i), kinds.Lead{Name: "Good"}, now)
+		if i == 3 {
+			body = []byte(`{"type":"contact.created","data":{"email":"no-id@example.com"}}`)
+		}
+		id := db.NewID()
+		ids = append(ids, id)
+		if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at)
+			VALUES (?, ?, ?, ?, 'webhook', ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("p-%d", i), body, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// All at once: they share batches.
+	e.App.Processor.Runners = 1
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = e.App.Processor.ProcessDelivery(ctx, ten.ID, id) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 3) != (err != nil) {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID); c != 7 {
+		t.Fatalf("%d processed, want 7", c)
+	}
+	var st, msg string
+	if err := e.App.DB.QueryRowContext(ctx, `SELECT state, IFNULL(last_error, '') FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, ids[3]).Scan(&st, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if st != "failed" || msg == "" {
+		t.Fatalf("poison delivery: state %s, error %q", st, msg)
+	}
+	// Running them again changes nothing.
+	for _, id := range ids {
+		_, _ = e.App.Processor.ProcessDelivery(ctx, ten.ID, id)
+	}
+	if c := count(t, e, `SELECT SUM(times_seen) FROM leads WHERE tenant_id = ?`, ten.ID); c != 7 {
+		t.Fatalf("times_seen sum %d after a repeat, want 7", c)
+	}
+}
