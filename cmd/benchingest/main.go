@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"leadpipe/internal/app"
@@ -41,6 +42,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -64,6 +66,8 @@ func run() error {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
+	drain := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
+	workerConc := flag.Int("worker-concurrency", 64, "with -drain: the worker's concurrency")
 	flag.Parse()
 	if *rounds < 1 {
 		*rounds = 1
@@ -124,7 +128,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	_, secret, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
+	src, secret, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
 	if err != nil {
 		return err
 	}
@@ -144,6 +148,11 @@ func run() error {
 		payload LONGBLOB NOT NULL, received_at DATETIME(6) NOT NULL,
 		PRIMARY KEY (tenant_id, id), UNIQUE KEY uq (tenant_id, source_id, delivery_id))`); err != nil {
 		return err
+	}
+
+	if *drain > 0 {
+		cancel()
+		return runDrain(ctx, a, p.Tenant.ID, src.ID, raw, *drain, *conns, *workerConc, *dur)
 	}
 
 	// Pre-sign enough deliveries so the senders spend no CPU on HMAC. A
@@ -641,4 +650,102 @@ func (s *sender) readResponse() (int, []byte, error) {
 	b := s.body[:length]
 	_, err = io.ReadFull(s.br, b)
 	return status, b, err
+}
+
+// runDrain measures the worker alone on a stored backlog: n deliveries are
+// stored and their tasks queued with no worker running, then the worker
+// starts (in this process) and the drain is timed until every delivery is
+// processed. The baseline, in the same run: raw autocommit single-row
+// INSERT … ON DUPLICATE KEY UPDATE of the same records into the real leads
+// table (all its indexes) from conns connections, for d.
+func runDrain(ctx context.Context, a *app.App, tenantID, sourceID string, raw *sqlx.DB, n, conns, conc int, d time.Duration) error {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", i), fmt.Sprintf("lead_%d", i),
+			kinds.Lead{Email: fmt.Sprintf("d%d@example.com", i), Name: fmt.Sprintf("Drain Lead %d", i), Company: "Bench"}, now)
+	}
+	// Baseline: the records as single-row upserts into leads.
+	var seq atomic.Int64
+	odku := func() error {
+		i := int(seq.Add(1)-1) % n
+		_, err := raw.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
+				company, source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, '', 'Bench', ?, ?, 1, 'new', '[]', 1, ?, ?)
+			ON DUPLICATE KEY UPDATE payload = VALUES(payload), email = VALUES(email), name = VALUES(name),
+				company = VALUES(company), last_seen_at = VALUES(last_seen_at), times_seen = times_seen + 1, updated_at = VALUES(updated_at)`,
+			"T0000000000000000000000009", db.NewID(), sourceID, fmt.Sprintf("lead_%d_%d", i, seq.Load()/int64(n)), bodies[i],
+			fmt.Sprintf("d%d@example.com", i), fmt.Sprintf("Drain Lead %d", i), now, now, now, now)
+		return err
+	}
+	base := &phase{name: "odku", fn: odku}
+	base.run(conns, d)
+	// The backlog: stored rows, tasks queued, no worker.
+	for i := 0; i < n; i += 500 {
+		m := min(500, n-i)
+		q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, 'webhook', ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, 'webhook', ?, ?)", m-1)
+		args := make([]any, 0, m*6)
+		for j := i; j < i+m; j++ {
+			args = append(args, tenantID, sourceID, db.NewID(), fmt.Sprintf("dr_%d", j), bodies[j], now)
+		}
+		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	if err := raw.SelectContext(ctx, &ids, `SELECT id FROM deliveries WHERE tenant_id = ? AND state = 'received'`, tenantID); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				t, opts := webhooks.NewProcessTask(tenantID, id)
+				if _, err := a.Queue.EnqueueContext(ctx, t, opts...); err != nil {
+					fmt.Fprintln(os.Stderr, "enqueue:", err)
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	fmt.Printf("backlog: %d deliveries stored, tasks queued in %s\n", len(ids), time.Since(t0).Round(time.Millisecond))
+	// Drain.
+	before := cpuSnapshot()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	go a.RunWorker(wctx, conc)
+	for {
+		var left int
+		if err := raw.GetContext(ctx, &left, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, tenantID); err != nil {
+			return err
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("drain: %d deliveries left after 10 minutes", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	el := time.Since(start)
+	after := cpuSnapshot()
+	var leadsN int
+	_ = raw.GetContext(ctx, &leadsN, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, tenantID)
+	rate := float64(len(ids)) / el.Seconds()
+	fmt.Printf("(a) raw single-row ODKU into leads, %d connections: %.0f rows/s  p50 %s  p99 %s  CPU per row %s\n",
+		conns, base.rate(d.Seconds()), pct(base.lat, 50), pct(base.lat, 99), base.cpuPer())
+	fmt.Printf("(b) worker drain of %d stored deliveries (concurrency %d): %s, %.0f leads/s (%d leads)  CPU per lead %s\n",
+		len(ids), conc, el.Round(time.Millisecond), rate, leadsN, after.since(before, int64(len(ids))))
+	fmt.Printf("drain ratio b/a = %.2f (target ≥ 0.80)\n", rate/base.rate(d.Seconds()))
+	return nil
 }

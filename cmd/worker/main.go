@@ -26,7 +26,7 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	concurrency := fs.Int("concurrency", 16, "tasks processed at once")
+	concurrency := fs.Int("concurrency", 64, "tasks handled at once (deliveries handled at once share batches: one transaction per batch)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

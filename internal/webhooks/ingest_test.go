@@ -226,7 +226,7 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 	if c := count(t, e, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, orig); c != n-1 {
 		t.Fatalf("dup_count %d, want %d", c, n-1)
 	}
-	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_first_at <= dup_last_at AND dup_first_at >= received_at`, ten.ID); c != 1 {
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_first_at <= dup_last_at`, ten.ID); c != 1 { // (concurrent arrivals: a duplicate may carry an earlier time than the winner)
 		t.Fatal("first/last duplicate arrival not recorded")
 	}
 	apptest.Eventually(t, 15*time.Second, "processed", func() bool {
