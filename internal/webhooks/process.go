@@ -172,7 +172,7 @@ func (p *Processor) run(batch []*processReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	results, err := p.processBatch(ctx, batch)
-	if err != nil && len(batch) > 1 && !db.Retryable(err) && !db.IsUnavailable(err) && ctx.Err() == nil {
+	if err != nil && len(batch) > 1 && !db.Retryable(err) && !apperr.IsUnavailable(err) && ctx.Err() == nil {
 		for _, r := range batch {
 			res, rerr := p.processBatch(ctx, []*processReq{r})
 			if rerr != nil {
