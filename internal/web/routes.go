@@ -25,7 +25,7 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/api/openapi.yaml", s.openAPISpec)
 	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
 	if s.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", s.Metrics)
+		r.Method(http.MethodGet, "/metrics", s.requireMetricsToken(s.Metrics))
 	}
 	if s.Hooks != nil {
 		r.Handle("/hooks/{tenant}/{source}", s.Hooks)
@@ -44,6 +44,8 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/sources/{id}", s.getSource)
 		r.Patch("/sources/{id}", s.patchSource)
 		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
+		// routes:deliveries
+		s.deliveryRoutes(r)
 		// routes:leads
 		s.leadRoutes(r)
 		// routes:monitor

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,10 @@ const maxFormBytes = 256 << 10
 func parseForm(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return apperr.New(apperr.TooLarge, "the form is larger than %d KiB", maxFormBytes>>10)
+		}
 		return apperr.New(apperr.BadRequest, "the form could not be read")
 	}
 	return nil

@@ -28,6 +28,8 @@ type Processor struct {
 	// AfterUpsert runs after a committed webhook upsert (e.g. queue Meta
 	// enrichment). Optional.
 	AfterUpsert func(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead)
+
+	Lifecycle // failure marking, archived tasks, the sweeper's cursors (failures.go, sweep.go)
 }
 
 func (p *Processor) now() time.Time { return p.Now().UTC().Truncate(time.Microsecond) }
@@ -107,20 +109,10 @@ func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID
 	return res, nil
 }
 
-// markFailed records a permanent failure so the sweeper stops re-queuing.
-func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
-	msg := leads.Clip(cause.Error(), 1000)
-	_, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
-		WHERE tenant_id = ? AND id = ? AND state = 'received'`, p.now(), msg, tenantID, id)
-	if err != nil {
-		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
-	}
-}
-
 // HandleProcess is the Asynq handler of TypeProcessDelivery.
 func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
-	var pl ProcessPayload
-	if err := json.Unmarshal(t.Payload(), &pl); err != nil || !db.ValidID(pl.TenantID) || !db.ValidID(pl.DeliveryID) {
+	pl, ok := decodeProcessPayload(t.Payload())
+	if !ok {
 		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
@@ -128,9 +120,12 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 	case err == nil, errors.Is(err, errAlreadyProcessed):
 		return nil
 	case apperr.Is(err, apperr.NotFound):
-		// The delivery or its source is gone (tenant deleted): nothing to do.
+		// The source is gone (a delivery that is gone itself changes nothing):
+		// retrying cannot help.
+		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
-	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind):
+	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind),
+		errors.Is(err, kinds.ErrInvalidConfig):
 		// The stored bytes can never map: a dead letter, not a retry loop.
 		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
