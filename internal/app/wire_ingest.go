@@ -40,7 +40,7 @@ func (a *App) wireIngest(ctx context.Context) error {
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	a.Web.Hooks = a.Ingest
-	a.Web.Deliveries = &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer}
+	a.Web.DeliveryOps = &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer}
 
 	a.Jobs.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
 	a.Jobs.OnFailure(webhooks.TypeProcessDelivery, a.Processor.HandleFinalFailure)

@@ -63,7 +63,7 @@ type DeliveryAdmin interface {
 }
 
 func (s *Server) deliveryRoutes(r Router) {
-	if s.Deliveries == nil {
+	if s.DeliveryOps == nil {
 		return
 	}
 	r.Get("/sources/{id}/deliveries", s.listDeliveries)
@@ -92,7 +92,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	page, err := s.Deliveries.ListDeliveries(r.Context(), Tenant(r), chi.URLParam(r, "id"), q.Get("state"), q.Get("cursor"), limit)
+	page, err := s.DeliveryOps.ListDeliveries(r.Context(), Tenant(r), chi.URLParam(r, "id"), q.Get("state"), q.Get("cursor"), limit)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
@@ -104,7 +104,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reprocessDelivery(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Deliveries.Reprocess(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	d, err := s.DeliveryOps.Reprocess(r.Context(), Tenant(r), chi.URLParam(r, "id"))
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
@@ -120,7 +120,7 @@ func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	n, err := s.Deliveries.ReprocessSource(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.State)
+	n, err := s.DeliveryOps.ReprocessSource(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.State)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
@@ -148,7 +148,7 @@ func (s *Server) previewSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be from 1 to " + strconv.Itoa(MaxPreview)}))
 		return
 	}
-	items, err := s.Deliveries.Preview(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.Config, limit)
+	items, err := s.DeliveryOps.Preview(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.Config, limit)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return

@@ -30,7 +30,7 @@ type Server struct {
 
 	// Subsystem services; each area adds its own line below its anchor.
 	// anchor:ingest
-	Deliveries DeliveryAdmin // deliveries list, reprocess and mapping preview (internal/webhooks)
+	DeliveryOps DeliveryAdmin // deliveries API: list by state, reprocess, mapping preview (webhooks.Admin)
 	// anchor:leads
 	Leads *leads.Service          // leads API: list, search, edit, notes, timeline
 	Idem  *idempotency.Middleware // Idempotency-Key on the leads API's POSTs and the UI's create forms
