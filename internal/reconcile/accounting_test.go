@@ -19,7 +19,7 @@ func (e *env) markReconciledBefore(t *testing.T, sourceID string) {
 	t.Helper()
 	at := time.Now().UTC().Add(-48 * time.Hour)
 	if _, err := e.App.DB.Exec(`INSERT INTO reconcile_runs (tenant_id, id, source_id, state, trigger_kind, started_at, heartbeat_at, finished_at)
-		VALUES (?, ?, ?, 'succeeded', 'manual', ?, ?, ?)`, e.ten.ID, db.NewID(), sourceID, at, at, at); err != nil {
+		VALUES (?, ?, ?, 'succeeded', 'test-seed', ?, ?, ?)`, e.ten.ID, db.NewID(), sourceID, at, at, at); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -53,7 +53,7 @@ func TestReconcileFirstRunIsBackfill(t *testing.T) {
 	e := newEnv(t, "rec_backfill", nil)
 	now := time.Now().UTC().Truncate(time.Second)
 	tf := fakeapi.NewTypeform(t, "F1", fakeapi.MakeLeads(30, "bf", now.Add(-3*time.Hour), time.Minute))
-	src := e.createSource(t, map[string]any{"slug": "tf", "name": "TF", "kind": "typeform",
+	src := e.createFreshSource(t, map[string]any{"slug": "tf", "name": "TF", "kind": "typeform",
 		"reconcile": map[string]any{"base_url": tf.URL, "access_token": "x", "form_id": "F1"}})
 	first := e.runNow(t, src.ID)
 	if first.State != reconcile.StateSucceeded || first.New != 0 || first.Backfill != 30 || first.Records != 30 {
