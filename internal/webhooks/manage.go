@@ -150,19 +150,18 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// duplicateCounts counts the duplicate arrivals of each delivery.
+// duplicateCounts reads the duplicate arrivals counted on each delivery.
 func duplicateCounts(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[string]int, error) {
 	out := map[string]int{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT delivery_row_id, COUNT(*) AS n FROM delivery_duplicates
-		WHERE tenant_id = ? AND delivery_row_id IN (?) GROUP BY delivery_row_id`, tenantID, ids)
+	q, args, err := sqlx.In(`SELECT id, dup_count AS n FROM deliveries WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
 	if err != nil {
 		return nil, err
 	}
 	var rows []struct {
-		ID string `db:"delivery_row_id"`
+		ID string `db:"id"`
 		N  int    `db:"n"`
 	}
 	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
