@@ -5,11 +5,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
@@ -40,8 +44,23 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	defer a.Close()
-	log.Info("worker started", "concurrency", *concurrency)
+	// The worker's own listener: /metrics (reconcile and processing counters
+	// live in this process when it runs apart), /healthz, /readyz.
+	ops := &http.Server{Addr: cfg.WorkerAddr, Handler: a.Web.OpsRoutes(), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", cfg.WorkerAddr)
+	if err != nil {
+		return fmt.Errorf("LEADPIPE_WORKER_ADDR %s: %w", cfg.WorkerAddr, err)
+	}
+	go func() {
+		if err := ops.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("worker listener", "err", err)
+		}
+	}()
+	log.Info("worker started", "concurrency", *concurrency, "addr", ln.Addr().String())
 	err = a.RunWorker(ctx, *concurrency)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ops.Shutdown(sctx)
 	a.Shutdown(context.Background())
 	return err
 }

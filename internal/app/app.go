@@ -127,7 +127,7 @@ func (a *App) Handler() http.Handler { return a.Web.Routes() }
 // RunWorker runs the Asynq server and the (leader-elected) scheduler until
 // ctx ends.
 func (a *App) RunWorker(ctx context.Context, concurrency int) error {
-	srv := jobs.NewServer(a.Redis, a.Log, concurrency)
+	srv := jobs.NewServerWith(a.Redis, a.Log, concurrency, a.Jobs.FailureHooks())
 	if err := srv.Start(a.Jobs.Mux()); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -34,12 +34,16 @@ func (a *App) wireIngest(ctx context.Context) error {
 	go func() { defer close(sdone); sightings.Run(sctx) }()
 	a.closers = append(a.closers, func() { stop(); <-sdone })
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
-	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}, Sources: a.Sources,
+	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: now}
-	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now}
+	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now,
+		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	a.Web.Hooks = a.Ingest
+	a.Web.DeliveryOps = &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer}
 
 	a.Jobs.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
+	a.Jobs.OnFailure(webhooks.TypeProcessDelivery, a.Processor.HandleFinalFailure)
 	sweepAfter := a.Cfg.SweepAfter
 	a.Jobs.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
 		_, err := a.Processor.Sweep(ctx, sweepAfter)

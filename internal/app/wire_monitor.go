@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -39,9 +40,8 @@ func (a *App) wireMonitor(ctx context.Context) error {
 	a.Jobs.Handle(monitor.TypePurge, svc.HandlePurge)
 	a.Jobs.Every(jobs.Periodic{Type: monitor.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
 
-	// /metrics is served on LEADPIPE_ADDR without authentication, like most
-	// exporters: it carries counts and ids, no lead data. Keep the port
-	// private or filter the path at the proxy (see README).
+	// /metrics is served on LEADPIPE_ADDR (and on cmd/worker's
+	// LEADPIPE_WORKER_ADDR), behind LEADPIPE_METRICS_TOKEN when it is set.
 	insp := asynq.NewInspector(a.Redis)
 	a.closers = append(a.closers, func() { _ = insp.Close() })
 	a.Web.Metrics, _ = monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
@@ -52,7 +52,13 @@ func (a *App) wireMonitor(ctx context.Context) error {
 		h := asynqmon.New(asynqmon.Options{RootPath: QueuesPath, RedisConnOpt: a.Redis})
 		a.closers = append(a.closers, func() { _ = h.Close() })
 		a.Web.Extra = append(a.Web.Extra, func(r web.Router) {
+			// Unsafe requests (the dashboard's delete/run/archive buttons)
+			// pass the same cross-origin protection as every other form:
+			// the operator's Basic credentials are resent by browsers
+			// cross-site, so a foreign page must not be able to use them.
+			csrf := http.NewCrossOriginProtection()
 			r.Group(func(r web.Router) {
+				r.Use(csrf.Handler)
 				r.Use(a.Web.RequireOperator)
 				r.Mount(h.RootPath(), h)
 			})

@@ -32,6 +32,8 @@ type Config struct {
 	Redis               RedisTarget // how to reach Redis: from LEADPIPE_REDIS_URL, else _ADDR/_PASSWORD/_DB
 	BaseURL             string
 	AdminToken          string // empty: admin API off
+	MetricsToken        string // empty: /metrics open
+	WorkerAddr          string // cmd/worker's own listener (/metrics, /healthz, /readyz)
 	SecretKey           []byte // 32 bytes
 	SecretKeyIsDev      bool
 	Worker              string // "inprocess" | "off"
@@ -115,6 +117,20 @@ var Vars = []Var{
 			return fmt.Errorf("too short: use at least 16 characters")
 		}
 		c.AdminToken = v
+		return nil
+	}},
+	{Name: "LEADPIPE_METRICS_TOKEN", Default: "", Help: "when set, /metrics needs Authorization: Bearer <it> (unset: /metrics open)", Secret: true, parse: func(c *Config, v string) error {
+		if v != "" && len(v) < 16 {
+			return fmt.Errorf("too short: use at least 16 characters")
+		}
+		c.MetricsToken = v
+		return nil
+	}},
+	{Name: "LEADPIPE_WORKER_ADDR", Default: ":9090", Help: "cmd/worker's own listener: /metrics, /healthz, /readyz", parse: func(c *Config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port or :port: %v", err)
+		}
+		c.WorkerAddr = v
 		return nil
 	}},
 	{Name: "LEADPIPE_SECRET_KEY", Default: "", Help: "32 bytes, base64: encrypts stored secrets, signs sessions (unset: insecure dev key)", Secret: true, parse: func(c *Config, v string) error {

@@ -45,6 +45,51 @@ type Registry struct {
 	mu        sync.Mutex
 	handlers  []Handler
 	periodics []Periodic
+	failures  map[string]FailureHook
+}
+
+// FailureHook sees every failed run of a task type (Asynq's error handler);
+// FinalFailure tells whether it was the last one.
+type FailureHook func(ctx context.Context, t *asynq.Task, err error)
+
+// OnFailure registers the failure hook of a task type.
+func (r *Registry) OnFailure(typ string, h FailureHook) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failures == nil {
+		r.failures = map[string]FailureHook{}
+	}
+	r.failures[typ] = h
+}
+
+// FailureHooks returns one hook dispatching to each type's registered hook.
+func (r *Registry) FailureHooks() FailureHook {
+	r.mu.Lock()
+	hooks := make(map[string]FailureHook, len(r.failures))
+	for k, v := range r.failures {
+		hooks[k] = v
+	}
+	r.mu.Unlock()
+	return func(ctx context.Context, t *asynq.Task, err error) {
+		if h := hooks[t.Type()]; h != nil {
+			h(ctx, t, err)
+		}
+	}
+}
+
+// FinalFailure reports whether a failed run (seen in the error handler) was
+// the task's last: Asynq archives it next (retries used up, or SkipRetry)
+// instead of retrying. A revoked task is neither retried nor archived.
+func FinalFailure(ctx context.Context, err error) bool {
+	if errors.Is(err, asynq.RevokeTask) {
+		return false
+	}
+	if errors.Is(err, asynq.SkipRetry) {
+		return true
+	}
+	retried, ok1 := asynq.GetRetryCount(ctx)
+	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
+	return ok1 && ok2 && retried >= maxRetry
 }
 
 // Handle registers a task handler.
@@ -90,6 +135,12 @@ func (a slogAdapter) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 
 // NewServer returns the Asynq server for Leadpipe's queues.
 func NewServer(opt asynq.RedisConnOpt, log *slog.Logger, concurrency int) *asynq.Server {
+	return NewServerWith(opt, log, concurrency, nil)
+}
+
+// NewServerWith is NewServer with a failure hook (Registry.FailureHooks)
+// called for every failed run before Asynq retries or archives the task.
+func NewServerWith(opt asynq.RedisConnOpt, log *slog.Logger, concurrency int, onFailure FailureHook) *asynq.Server {
 	if concurrency <= 0 {
 		concurrency = 16
 	}
@@ -110,7 +161,10 @@ func NewServer(opt asynq.RedisConnOpt, log *slog.Logger, concurrency int) *asynq
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			retried, _ := asynq.GetRetryCount(ctx)
 			maxRetry, _ := asynq.GetMaxRetry(ctx)
-			log.Warn("task failed", "type", t.Type(), "retry", retried, "max_retry", maxRetry, "err", err)
+			log.Warn("task failed", "type", t.Type(), "retry", retried, "max_retry", maxRetry, "final", FinalFailure(ctx, err), "err", err)
+			if onFailure != nil {
+				onFailure(ctx, t, err)
+			}
 		}),
 	})
 }

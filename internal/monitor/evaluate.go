@@ -128,7 +128,8 @@ type alertDetail map[string]any
 // severity orders details of one rule (higher is worse).
 func severity(rule string, d map[string]any) float64 {
 	key := map[string]string{RuleDuplicateSpike: "rate", RuleSignatureRejections: "rejected",
-		RuleDeadLetters: "dead_letters", RuleWebhookLoss: "reconcile_new"}[rule]
+		RuleDeadLetters: "dead_letters", RuleWebhookLoss: "reconcile_new",
+		RuleProcessingFailures: "processing_failures"}[rule]
 	switch v := d[key].(type) {
 	case float64:
 		return v

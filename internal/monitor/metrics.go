@@ -74,7 +74,10 @@ var (
 		"Webhook deliveries by tenant, source and result (accepted = new, duplicate, rejected = bad signature, dead_letter).",
 		[]string{"tenant", "source", "result"}, nil)
 	descReconcile = prometheus.NewDesc("leadpipe_reconcile_records_total",
-		"Records found by reconcile runs: new (the webhooks never brought them) or known.",
+		"Records found by reconcile runs: new (the webhooks never brought them), known, or backfill (a first run).",
+		[]string{"tenant", "source", "result"}, nil)
+	descProcessingFailures = prometheus.NewDesc("leadpipe_processing_failures_total",
+		"Deliveries whose processing gave up (state failed: no natural key, misconfigured source, retries used up).",
 		[]string{"tenant", "source", "result"}, nil)
 	descPending = prometheus.NewDesc("leadpipe_monitor_pending_rows",
 		"Per-minute counter rows held in memory, waiting to be flushed to MySQL.", nil, nil)
@@ -106,6 +109,7 @@ type deliveryCollector struct {
 func (c *deliveryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descDeliveries
 	ch <- descReconcile
+	ch <- descProcessingFailures
 	ch <- descPending
 	ch <- descFlushErrors
 	ch <- descDropped
@@ -130,9 +134,13 @@ func (c *deliveryCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDeliveries, t[iDuplicates], "duplicate")
 		counter(descDeliveries, t[iRejected], "rejected")
 		counter(descDeliveries, t[iDeadLetters], "dead_letter")
-		if t[iReconcileNew]+t[iReconcileKnown] > 0 {
+		if t[iReconcileNew]+t[iReconcileKnown]+t[iBackfill] > 0 {
 			counter(descReconcile, t[iReconcileNew], "new")
 			counter(descReconcile, t[iReconcileKnown], "known")
+			counter(descReconcile, t[iBackfill], "backfill")
+		}
+		if t[iProcessingFailures] > 0 {
+			counter(descProcessingFailures, t[iProcessingFailures], "failed")
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending))

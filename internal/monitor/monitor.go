@@ -13,6 +13,12 @@ const (
 	DeadLetters    = "dead_letters"    // signed but unparseable / no delivery id
 	ReconcileNew   = "reconcile_new"   // reconcile found a record the webhooks never brought
 	ReconcileKnown = "reconcile_known" // reconcile found a record already known
+	// ProcessingFailures counts deliveries whose processing gave up (state
+	// `failed`: no natural key, misconfigured source, retries used up).
+	ProcessingFailures = "processing_failures"
+	// Backfill counts records a source's first reconcile run brought in
+	// (history from before Leadpipe, not webhook loss).
+	Backfill = "backfill"
 )
 
 // Sink receives counter increments from the ingest and reconcile paths.

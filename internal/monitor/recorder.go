@@ -24,10 +24,16 @@ const (
 	iDeadLetters
 	iReconcileNew
 	iReconcileKnown
+	iProcessingFailures
+	iBackfill
 	numCounters
 )
 
-var counterNames = [numCounters]string{Deliveries, Duplicates, Rejected, DeadLetters, ReconcileNew, ReconcileKnown}
+var counterNames = [numCounters]string{Deliveries, Duplicates, Rejected, DeadLetters, ReconcileNew, ReconcileKnown, ProcessingFailures, Backfill}
+
+// statColumns lists the counter columns of the statistics tables, in
+// counter order ("deliveries, duplicates, …").
+var statColumns = strings.Join(counterNames[:], ", ")
 
 func counterIndex(name string) int {
 	switch name {
@@ -43,6 +49,10 @@ func counterIndex(name string) int {
 		return iReconcileNew
 	case ReconcileKnown:
 		return iReconcileKnown
+	case ProcessingFailures:
+		return iProcessingFailures
+	case Backfill:
+		return iBackfill
 	}
 	return -1
 }
@@ -370,20 +380,28 @@ func upsertStats(ctx context.Context, x db.Ext, table string, rows []statRow) er
 	q.Grow(200 + len(rows)*24)
 	q.WriteString("INSERT INTO ")
 	q.WriteString(table)
-	q.WriteString(" (tenant_id, source_id, bucket, deliveries, duplicates, rejected, dead_letters, reconcile_new, reconcile_known) VALUES ")
-	args := make([]any, 0, len(rows)*9)
+	q.WriteString(" (tenant_id, source_id, bucket, ")
+	q.WriteString(statColumns)
+	q.WriteString(") VALUES ")
+	row := "(?,?,?" + strings.Repeat(",?", numCounters) + ")"
+	args := make([]any, 0, len(rows)*(3+numCounters))
 	for i, r := range rows {
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?)")
-		args = append(args, r.tenant, r.source, time.Unix(r.bucket, 0).UTC(),
-			r.c[0], r.c[1], r.c[2], r.c[3], r.c[4], r.c[5])
+		q.WriteString(row)
+		args = append(args, r.tenant, r.source, time.Unix(r.bucket, 0).UTC())
+		for _, v := range r.c {
+			args = append(args, v)
+		}
 	}
-	q.WriteString(` ON DUPLICATE KEY UPDATE deliveries = deliveries + VALUES(deliveries),
- duplicates = duplicates + VALUES(duplicates), rejected = rejected + VALUES(rejected),
- dead_letters = dead_letters + VALUES(dead_letters), reconcile_new = reconcile_new + VALUES(reconcile_new),
- reconcile_known = reconcile_known + VALUES(reconcile_known)`)
+	q.WriteString(" ON DUPLICATE KEY UPDATE ")
+	for i, c := range counterNames {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(c + " = " + c + " + VALUES(" + c + ")")
+	}
 	_, err := x.ExecContext(ctx, q.String(), args...)
 	return err
 }

@@ -11,10 +11,11 @@ const (
 	RuleSignatureRejections = "signature_rejections"
 	RuleDeadLetters         = "dead_letters"
 	RuleWebhookLoss         = "webhook_loss"
+	RuleProcessingFailures  = "processing_failures"
 )
 
 // RuleNames lists every rule in display order.
-var RuleNames = []string{RuleDuplicateSpike, RuleSignatureRejections, RuleDeadLetters, RuleWebhookLoss}
+var RuleNames = []string{RuleDuplicateSpike, RuleSignatureRejections, RuleDeadLetters, RuleWebhookLoss, RuleProcessingFailures}
 
 // Rules are one source's alert settings. Every rule looks at the last
 // WindowSeconds of complete minutes; the spike and rejection rules compare
@@ -48,6 +49,11 @@ type Rules struct {
 	LossEnabled bool `json:"loss_enabled"`
 	LossMin     int  `json:"loss_min"`
 
+	// Processing failures: at least min deliveries marked failed (no
+	// natural key, misconfigured source, retries used up) in the window.
+	FailuresEnabled bool `json:"failures_enabled"`
+	FailuresMin     int  `json:"failures_min"`
+
 	Default   bool       `json:"default"` // true when nothing was saved for the source
 	UpdatedAt *time.Time `json:"updated_at"`
 	UpdatedBy *string    `json:"updated_by"`
@@ -60,6 +66,7 @@ func DefaultRules(sourceID string) Rules {
 		RejectionsEnabled: true, RejectionsMin: 20, RejectionsFactor: 3,
 		DeadLettersEnabled: true, DeadLettersMin: 1,
 		LossEnabled: true, LossMin: 1,
+		FailuresEnabled: true, FailuresMin: 1,
 		Default: true}
 }
 
@@ -107,6 +114,9 @@ func (r Rules) Validate() map[string]string {
 	if r.LossMin < 1 || r.LossMin > 1_000_000_000 {
 		f["loss_min"] = "must be at least 1"
 	}
+	if r.FailuresMin < 1 || r.FailuresMin > 1_000_000_000 {
+		f["failures_min"] = "must be at least 1"
+	}
 	if len(f) == 0 {
 		return nil
 	}
@@ -152,6 +162,11 @@ func (r Rules) check(rule string, win, base counts) (bool, map[string]any) {
 		return fire, map[string]any{"window_seconds": r.WindowSeconds, "reconcile_new": win[iReconcileNew],
 			"reconcile_known": win[iReconcileKnown], "threshold": r.LossMin,
 			"summary": fmt.Sprintf("reconcile found %d records the webhooks never delivered in %s", win[iReconcileNew], human(r.Window()))}
+	case RuleProcessingFailures:
+		fire := r.FailuresEnabled && win[iProcessingFailures] >= int64(r.FailuresMin)
+		return fire, map[string]any{"window_seconds": r.WindowSeconds, "processing_failures": win[iProcessingFailures],
+			"threshold": r.FailuresMin,
+			"summary":   fmt.Sprintf("%d deliveries failed processing in %s", win[iProcessingFailures], human(r.Window()))}
 	}
 	return false, nil
 }

@@ -20,11 +20,24 @@ const (
 	tableDay    = "source_stats_day"
 )
 
-const sumCols = `SUM(deliveries), SUM(duplicates), SUM(rejected), SUM(dead_letters), SUM(reconcile_new), SUM(reconcile_known)`
+// sumCols is "SUM(deliveries), SUM(duplicates), …" in counter order.
+var sumCols = func() string {
+	var b strings.Builder
+	for i, c := range counterNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("SUM(" + c + ")")
+	}
+	return b.String()
+}()
 
 func scanCounts(rows *sql.Rows, head ...any) (counts, error) {
 	var c counts
-	dest := append(head, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5])
+	dest := head
+	for i := range c {
+		dest = append(dest, &c[i])
+	}
 	err := rows.Scan(dest...)
 	return c, err
 }
@@ -38,7 +51,7 @@ func seriesRows(ctx context.Context, x db.Ext, table string, gran int64, tenantI
 	out := map[int64]counts{}
 	rowsEstimate := (to.Unix() - from.Unix()) / gran
 	if rowsEstimate <= 20000 {
-		rows, err := x.QueryContext(ctx, `SELECT bucket, deliveries, duplicates, rejected, dead_letters, reconcile_new, reconcile_known
+		rows, err := x.QueryContext(ctx, `SELECT bucket, `+statColumns+`
 FROM `+table+` WHERE tenant_id = ? AND source_id = ? AND bucket >= ? AND bucket < ?`, tenantID, sourceID, from.UTC(), to.UTC())
 		if err != nil {
 			return nil, err
@@ -102,7 +115,7 @@ func sumRange(ctx context.Context, x db.Ext, tenantID string, sourceIDs []string
 		if !p.from.Before(p.to) {
 			continue
 		}
-		q, a, err := sqlx.In(`SELECT source_id, deliveries, duplicates, rejected, dead_letters, reconcile_new, reconcile_known
+		q, a, err := sqlx.In(`SELECT source_id, `+statColumns+`
 FROM `+p.table+` WHERE tenant_id = ? AND source_id IN (?) AND bucket >= ? AND bucket < ?`, tenantID, sourceIDs, p.from, p.to)
 		if err != nil {
 			return nil, err
@@ -177,7 +190,7 @@ func purgeStats(ctx context.Context, x db.Ext, table, tenantID, sourceID string,
 
 const rulesCols = `source_id, window_s, baseline_s, spike_enabled, spike_factor, spike_min_points, spike_min_deliveries,
  rejections_enabled, rejections_min, rejections_factor, dead_letters_enabled, dead_letters_min, loss_enabled, loss_min,
- updated_at, updated_by`
+ failures_enabled, failures_min, updated_at, updated_by`
 
 type rulesRow struct {
 	SourceID           string    `db:"source_id"`
@@ -194,6 +207,8 @@ type rulesRow struct {
 	DeadLettersMin     int       `db:"dead_letters_min"`
 	LossEnabled        bool      `db:"loss_enabled"`
 	LossMin            int       `db:"loss_min"`
+	FailuresEnabled    bool      `db:"failures_enabled"`
+	FailuresMin        int       `db:"failures_min"`
 	UpdatedAt          time.Time `db:"updated_at"`
 	UpdatedBy          *string   `db:"updated_by"`
 }
@@ -204,7 +219,8 @@ func (r rulesRow) rules() Rules {
 		SpikeEnabled: r.SpikeEnabled, SpikeFactor: r.SpikeFactor, SpikeMinPoints: r.SpikeMinPoints, SpikeMinDeliveries: r.SpikeMinDeliveries,
 		RejectionsEnabled: r.RejectionsEnabled, RejectionsMin: r.RejectionsMin, RejectionsFactor: r.RejectionsFactor,
 		DeadLettersEnabled: r.DeadLettersEnabled, DeadLettersMin: r.DeadLettersMin,
-		LossEnabled: r.LossEnabled, LossMin: r.LossMin, UpdatedAt: &at, UpdatedBy: r.UpdatedBy}
+		LossEnabled: r.LossEnabled, LossMin: r.LossMin, FailuresEnabled: r.FailuresEnabled, FailuresMin: r.FailuresMin,
+		UpdatedAt: &at, UpdatedBy: r.UpdatedBy}
 }
 
 func getRules(ctx context.Context, x db.Ext, tenantID, sourceID string) (Rules, error) {
@@ -233,16 +249,17 @@ func listRules(ctx context.Context, x db.Ext, tenantID string) (map[string]Rules
 
 func upsertRules(ctx context.Context, x db.Ext, tenantID string, r Rules, at time.Time, by string) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO alert_rules (tenant_id, `+rulesCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON DUPLICATE KEY UPDATE window_s = VALUES(window_s), baseline_s = VALUES(baseline_s),
  spike_enabled = VALUES(spike_enabled), spike_factor = VALUES(spike_factor), spike_min_points = VALUES(spike_min_points),
  spike_min_deliveries = VALUES(spike_min_deliveries), rejections_enabled = VALUES(rejections_enabled),
  rejections_min = VALUES(rejections_min), rejections_factor = VALUES(rejections_factor),
  dead_letters_enabled = VALUES(dead_letters_enabled), dead_letters_min = VALUES(dead_letters_min),
- loss_enabled = VALUES(loss_enabled), loss_min = VALUES(loss_min), updated_at = VALUES(updated_at), updated_by = VALUES(updated_by)`,
+ loss_enabled = VALUES(loss_enabled), loss_min = VALUES(loss_min),
+ failures_enabled = VALUES(failures_enabled), failures_min = VALUES(failures_min), updated_at = VALUES(updated_at), updated_by = VALUES(updated_by)`,
 		tenantID, r.SourceID, r.WindowSeconds, r.BaselineSeconds, r.SpikeEnabled, r.SpikeFactor, r.SpikeMinPoints, r.SpikeMinDeliveries,
 		r.RejectionsEnabled, r.RejectionsMin, r.RejectionsFactor, r.DeadLettersEnabled, r.DeadLettersMin, r.LossEnabled, r.LossMin,
-		at, nullString(by))
+		r.FailuresEnabled, r.FailuresMin, at, nullString(by))
 	return err
 }
 

@@ -46,7 +46,17 @@ type createdSource struct {
 	Hook   string `json:"webhook_url"`
 }
 
+// createSource creates a source that counts as reconciled before (a
+// completed run two days ago), so its runs judge webhook loss; a newly
+// configured source's first run is back-fill (createFreshSource).
 func (e *env) createSource(t *testing.T, body map[string]any) createdSource {
+	t.Helper()
+	s := e.createFreshSource(t, body)
+	e.markReconciledBefore(t, s.ID)
+	return s
+}
+
+func (e *env) createFreshSource(t *testing.T, body map[string]any) createdSource {
 	t.Helper()
 	res := e.Do("POST", "/api/v1/sources", e.ten.Token, body)
 	if res.Status != http.StatusCreated {

@@ -62,6 +62,11 @@ func TestReconcileWebhookLossRepaired(t *testing.T) {
 	metaSrc := e.createSource(t, map[string]any{"slug": "fb", "name": "Facebook", "kind": "meta", "verify_token": "v",
 		"reconcile": map[string]any{"base_url": graph.URL, "access_token": "graph-token", "form_id": "777", "lookback_seconds": 86400}})
 
+	// Both sources were reconciled before (a first run would be back-fill,
+	// not loss: TestReconcileFirstRunIsBackfill).
+	e.markReconciledBefore(t, tfSrc.ID)
+	e.markReconciledBefore(t, metaSrc.ID)
+
 	// Webhooks deliver a random 80%.
 	delivered := func(leads []fakeapi.Lead) (kept, lost []fakeapi.Lead) {
 		for _, i := range rng.Perm(len(leads)) {

@@ -55,6 +55,12 @@ type Run struct {
 	Changed     int        `db:"changed_count"` // known records whose sender fields changed
 	Errors      int        `db:"errors"`
 	LastError   *string    `db:"last_error"`
+	// PageCursor is the sender's token of the next page of the window,
+	// saved after every page ("" once the window is done); Newest the
+	// newest record time seen in the window so far.
+	PageCursor string     `db:"page_cursor"`
+	Newest     *time.Time `db:"newest"`
+	Backfill   int        `db:"backfill_count"` // records of the source's first run (not webhook loss)
 }
 
 // Applied is the outcome of applying one sender record; it has the shape of
@@ -105,6 +111,17 @@ type Service struct {
 	EnrichTimeout time.Duration
 	// Retention keeps finished runs this long (default 90 days).
 	Retention time.Duration
+	// SettleDelay: a record younger than this (by the sender's time) is
+	// not judged yet — its webhook may still be in flight — so it is left
+	// for a later run (default 5 min).
+	SettleDelay time.Duration
+}
+
+func (s *Service) settleDelay() time.Duration {
+	if s.SettleDelay > 0 {
+		return s.SettleDelay
+	}
+	return 5 * time.Minute
 }
 
 func (s *Service) now() time.Time {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -62,18 +63,39 @@ func (s *Service) execute(ctx context.Context, run Run) error {
 	if ps.Cursor != nil {
 		since = ps.Cursor.UTC().Add(-ps.Lookback)
 	}
+	// Before a source's first completed run, every record found is its
+	// history (back-fill), not webhook loss.
+	succeeded, err := hasSucceeded(ctx, s.DB, run.TenantID, run.SourceID)
+	if err != nil {
+		return err
+	}
+	rc := &runContext{backfill: !succeeded, settleCutoff: start.Add(-s.settleDelay())}
+	// A run cut off part-way (deadline, page limit) left its place: go on
+	// from there instead of starting the window over.
+	place, err := lastRunPlace(ctx, s.DB, run.TenantID, run.SourceID, run.ID)
+	if err != nil {
+		return err
+	}
+	var cursor string
+	var newest time.Time
+	resumed := place != nil
+	if resumed {
+		since = place.Since.UTC()
+		cursor = *place.PageCursor
+		if place.Newest != nil {
+			newest = place.Newest.UTC()
+		}
+		run.Newest = place.Newest
+	}
 	run.Since = &since
+	run.PageCursor = cursor
 	if err := saveProgress(ctx, s.DB, &run); err != nil {
 		return err
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, s.runTimeout())
 	defer cancel()
-	var (
-		cursor  string
-		newest  time.Time
-		failure error
-	)
+	var failure error
 	for {
 		if run.Pages >= s.maxPages() {
 			failure = fmt.Errorf("stopped after %d pages; the rest is left for the next run", run.Pages)
@@ -82,9 +104,15 @@ func (s *Service) execute(ctx context.Context, run Run) error {
 		page, err := puller.FetchPage(rctx, since, cursor)
 		if err != nil {
 			failure = s.describeFetchError(rctx, err)
+			if resumed && run.Pages == 0 && rctx.Err() == nil {
+				// The saved page token no longer works (expired at the
+				// sender): the next run starts the window over.
+				run.PageCursor = ""
+				failure = fmt.Errorf("resuming the window failed, the next run starts it over: %w", failure)
+			}
 			break
 		}
-		out, err := s.applyPage(rctx, &run, src, kind, page.Records)
+		out, err := s.applyPage(rctx, &run, src, kind, page.Records, storableCursor(page.Next), rc)
 		if err != nil {
 			if rctx.Err() != nil {
 				err = s.describeFetchError(rctx, err)
@@ -101,6 +129,9 @@ func (s *Service) execute(ctx context.Context, run Run) error {
 		}
 		if out.known > 0 {
 			s.stats().Add(run.TenantID, run.SourceID, monitor.ReconcileKnown, int64(out.known), at)
+		}
+		if out.backfill > 0 {
+			s.stats().Add(run.TenantID, run.SourceID, monitor.Backfill, int64(out.backfill), at)
 		}
 		if page.Next == "" {
 			break
@@ -119,6 +150,11 @@ func (s *Service) execute(ctx context.Context, run Run) error {
 	next := start
 	if !newest.IsZero() && newest.Before(start) {
 		next = newest
+	}
+	if rc.deferred > 0 && next.After(rc.settleCutoff) {
+		// Records still settling were left for the next run: its window
+		// must reach back to them.
+		next = rc.settleCutoff
 	}
 	if ps.Cursor != nil && ps.Cursor.After(next) {
 		next = ps.Cursor.UTC()
@@ -157,8 +193,35 @@ func (s *Service) finish(ctx context.Context, run *Run, state, msg, token string
 
 // pageOutcome counts one committed page.
 type pageOutcome struct {
-	new, known, changed int
-	newest              time.Time
+	new, known, changed, backfill int
+	newest                        time.Time
+}
+
+// runContext is what applyPage needs to judge loss honestly.
+type runContext struct {
+	backfill     bool      // the source's first run: new records are back-fill
+	settleCutoff time.Time // records newer than this (sender time) are not judged yet
+	deferred     int       // records left for a later run because they were still settling
+	pending      map[string]string
+	loaded       bool
+}
+
+// storableCursor is a page token fit to store: Meta's paging URL carries
+// the access token, which must never land in the database (the puller
+// adds it again).
+func storableCursor(next string) string {
+	if next == "" {
+		return ""
+	}
+	if u, err := url.Parse(next); err == nil && u.Scheme != "" {
+		q := u.Query()
+		if q.Has("access_token") {
+			q.Del("access_token")
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	return next
 }
 
 // recordError marks the record that failed a page's transaction.
@@ -187,7 +250,7 @@ type mappedRecord struct {
 // records that were already known as they are. A source reconciled every
 // 15 minutes with a one-hour look-back sees each lead four times; touching
 // the timeline each time would bury the human history under noise.
-func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, kind kinds.Kind, records []json.RawMessage) (pageOutcome, error) {
+func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, kind kinds.Kind, records []json.RawMessage, nextCursor string, rc *runContext) (pageOutcome, error) {
 	var mapped []mappedRecord
 	var badErrs []string
 	for i, raw := range records {
@@ -203,9 +266,26 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 		refs = append(refs, m.lead.SourceRef)
 	}
 
+	if !rc.backfill && !rc.loaded && len(mapped) > 0 {
+		// The deliveries not yet turned into leads, by natural key: a
+		// record one of them carries was delivered, whatever its state.
+		p, err := pendingRefs(ctx, s.DB, run.TenantID, src.ID, func(b []byte) string {
+			l, err := kind.Map(b)
+			if err != nil {
+				return ""
+			}
+			return l.SourceRef
+		})
+		if err != nil {
+			return pageOutcome{}, err
+		}
+		rc.pending, rc.loaded = p, true
+	}
+
 	skip := map[int]bool{}
 	for {
 		var out pageOutcome
+		deferred := 0
 		next := *run
 		err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 			out = pageOutcome{}
@@ -215,9 +295,23 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			if err != nil {
 				return err
 			}
+			deferred = 0
 			for _, m := range mapped {
 				if skip[m.index] {
 					continue
+				}
+				_, known := before[m.lead.SourceRef]
+				delivered := ""
+				if !known && !rc.backfill {
+					if c := m.lead.CreatedAt; c != nil && c.After(rc.settleCutoff) {
+						deferred++ // its webhook may still be in flight: judge it later
+						continue
+					}
+					delivered = rc.pending[m.lead.SourceRef]
+					if delivered == "received" {
+						out.known++ // queued or in a backlog: its delivery makes the lead
+						continue
+					}
 				}
 				res, err := s.Apply(ctx, tx, run.TenantID, src, m.raw, now)
 				if err != nil {
@@ -228,7 +322,14 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 				}
 				var detail map[string]any
 				if res.New {
-					out.new++
+					switch {
+					case rc.backfill:
+						out.backfill++
+					case delivered != "":
+						out.known++ // the webhook brought it; its processing failed
+					default:
+						out.new++
+					}
 					detail = map[string]any{"run_id": run.ID, "new": true}
 				} else {
 					out.known++
@@ -247,6 +348,12 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			}
 			next.Pages++
 			next.Records += len(records)
+			next.PageCursor = nextCursor
+			if !out.newest.IsZero() && (next.Newest == nil || out.newest.After(*next.Newest)) {
+				n := out.newest
+				next.Newest = &n
+			}
+			next.Backfill += out.backfill
 			next.New += out.new
 			next.Known += out.known
 			next.Changed += out.changed
@@ -269,6 +376,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			return out, err
 		}
 		*run = next
+		rc.deferred += deferred
 		return out, nil
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 const runCols = `tenant_id, id, source_id, state, trigger_kind, window_start, since, started_at, heartbeat_at,
-	finished_at, pages, records, new_count, known_count, changed_count, errors, last_error`
+	finished_at, pages, records, new_count, known_count, changed_count, errors, last_error,
+	IFNULL(page_cursor, '') AS page_cursor, newest, backfill_count`
 
 // insertRun claims a running run for r.SourceID (and r.WindowStart when
 // set). false means the claim lost: another run of the source is running,
@@ -66,22 +67,92 @@ func abandonStale(ctx context.Context, x db.Ext, tenantID, sourceID string, befo
 	return res.RowsAffected()
 }
 
-// saveProgress stores a running run's counters and heartbeat.
+// saveProgress stores a running run's counters, heartbeat and place in
+// its window (page_cursor, newest), so a run cut off is resumed there.
 func saveProgress(ctx context.Context, x db.Ext, r *Run) error {
 	_, err := x.ExecContext(ctx, `UPDATE reconcile_runs SET since = ?, heartbeat_at = ?, pages = ?, records = ?,
-			new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?
+			new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?,
+			page_cursor = ?, newest = ?, backfill_count = ?
 		WHERE tenant_id = ? AND id = ?`,
-		r.Since, r.HeartbeatAt, r.Pages, r.Records, r.New, r.Known, r.Changed, r.Errors, r.LastError, r.TenantID, r.ID)
+		r.Since, r.HeartbeatAt, r.Pages, r.Records, r.New, r.Known, r.Changed, r.Errors, r.LastError,
+		nullIfEmpty(r.PageCursor), r.Newest, r.Backfill, r.TenantID, r.ID)
 	return err
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// resumePoint is where the source's last run stopped inside its window.
+type resumePoint struct {
+	Since      *time.Time `db:"since"`
+	PageCursor *string    `db:"page_cursor"`
+	Newest     *time.Time `db:"newest"`
+	State      string     `db:"state"`
+}
+
+// lastRunPlace returns the place of the source's latest finished run when
+// it failed part-way through a window (nil otherwise).
+func lastRunPlace(ctx context.Context, x db.Ext, tenantID, sourceID, exceptID string) (*resumePoint, error) {
+	var p resumePoint
+	err := x.GetContext(ctx, &p, `SELECT since, page_cursor, newest, state FROM reconcile_runs
+		WHERE tenant_id = ? AND source_id = ? AND id <> ? AND running_key IS NULL
+		ORDER BY started_at DESC LIMIT 1`, tenantID, sourceID, exceptID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.State != StateFailed || p.PageCursor == nil || *p.PageCursor == "" || p.Since == nil {
+		return nil, nil
+	}
+	return &p, nil
+}
+
+// hasSucceeded reports whether the source ever completed a run (before
+// that, a run is the source's back-fill).
+func hasSucceeded(ctx context.Context, x db.Ext, tenantID, sourceID string) (bool, error) {
+	var n int
+	err := x.GetContext(ctx, &n, `SELECT COUNT(*) FROM reconcile_runs WHERE tenant_id = ? AND source_id = ? AND state = ? LIMIT 1`,
+		tenantID, sourceID, StateSucceeded)
+	return n > 0, err
+}
+
+// pendingRefs maps the source's deliveries not yet turned into a lead
+// (received: queued or in a backlog; failed) to their natural keys, so a
+// record the webhooks did bring is never counted as webhook loss.
+func pendingRefs(ctx context.Context, x db.Ext, tenantID, sourceID string, mapRef func([]byte) string) (map[string]string, error) {
+	var rows []struct {
+		State   string `db:"state"`
+		Payload []byte `db:"payload"`
+	}
+	if err := x.SelectContext(ctx, &rows, `SELECT state, payload FROM deliveries
+		WHERE tenant_id = ? AND state IN ('received', 'failed') AND source_id = ? LIMIT 20000`, tenantID, sourceID); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		if ref := mapRef(r.Payload); ref != "" {
+			if out[ref] != "received" {
+				out[ref] = r.State
+			}
+		}
+	}
+	return out, nil
 }
 
 // finishRun records the outcome and releases the source for the next run.
 func finishRun(ctx context.Context, x db.Ext, r *Run) error {
 	_, err := x.ExecContext(ctx, `UPDATE reconcile_runs SET state = ?, running_key = NULL, since = ?, heartbeat_at = ?,
-			finished_at = ?, pages = ?, records = ?, new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?
+			finished_at = ?, pages = ?, records = ?, new_count = ?, known_count = ?, changed_count = ?, errors = ?, last_error = ?,
+			page_cursor = ?, newest = ?, backfill_count = ?
 		WHERE tenant_id = ? AND id = ?`,
 		r.State, r.Since, r.HeartbeatAt, r.FinishedAt, r.Pages, r.Records, r.New, r.Known, r.Changed, r.Errors, r.LastError,
-		r.TenantID, r.ID)
+		nullIfEmpty(r.PageCursor), r.Newest, r.Backfill, r.TenantID, r.ID)
 	return err
 }
 

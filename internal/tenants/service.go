@@ -50,12 +50,16 @@ type Provisioned struct {
 // Provision creates a tenant with its first admin user and API token in one
 // transaction.
 func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned, error) {
-	in.Slug = strings.TrimSpace(in.Slug)
+	// The slug is not trimmed: "acme\n" (a copy-paste from a terminal) is
+	// a 422 naming slug, never silently another tenant's name.
 	in.Name = strings.TrimSpace(in.Name)
 	in.AdminEmail = strings.ToLower(strings.TrimSpace(in.AdminEmail))
 	f := map[string]string{}
 	if !SlugPattern.MatchString(in.Slug) {
 		f["slug"] = "must match ^[a-z0-9][a-z0-9-]{1,62}$"
+		if strings.TrimSpace(in.Slug) != in.Slug {
+			f["slug"] = "must not start or end with a space or newline; must match ^[a-z0-9][a-z0-9-]{1,62}$"
+		}
 	}
 	if in.Name == "" || len(in.Name) > 200 {
 		f["name"] = "is required (at most 200 characters)"

@@ -29,7 +29,7 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Get("/api/openapi.yaml", s.openAPISpec)
 	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
-	r.Method(http.MethodGet, "/metrics", s.Metrics)
+	r.Method(http.MethodGet, "/metrics", s.requireMetricsToken(s.Metrics))
 	r.Handle("/hooks/{tenant}/{source}", s.Hooks)
 
 	r.Route("/api/admin/v1", func(r chi.Router) {
@@ -45,6 +45,7 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/sources/{id}", s.getSource)
 		r.Patch("/sources/{id}", s.patchSource)
 		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
+		s.deliveryRoutes(r)
 		s.leadRoutes(r)
 		s.monitorRoutes(r)
 		s.reconcileRoutes(r)

@@ -33,13 +33,14 @@ type Server struct {
 	// Ready reports what is not ready (empty when all is well) for /readyz.
 	Ready func(ctx context.Context) map[string]string
 
-	Leads      *leads.Service          // leads API and pages: list, search, edit, notes, timeline
-	Idem       *idempotency.Middleware // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
-	Deliveries *deliveries.Store       // what sources received (source pages)
-	Monitor    *monitor.Service        // duplicate-rate statistics, alert rules and alerts
-	Reconcile  *reconcile.Service      // reconcile runs: list and "Reconcile now"
-	Events     *events.Service         // outbound endpoints, events, attempts, replay
-	ui         *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
+	Leads       *leads.Service          // leads API and pages: list, search, edit, notes, timeline
+	Idem        *idempotency.Middleware // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
+	DeliveryOps DeliveryAdmin           // deliveries API: list by state, reprocess, mapping preview (webhooks.Admin)
+	Deliveries  *deliveries.Store       // what sources received (source pages)
+	Monitor     *monitor.Service        // duplicate-rate statistics, alert rules and alerts
+	Reconcile   *reconcile.Service      // reconcile runs: list and "Reconcile now"
+	Events      *events.Service         // outbound endpoints, events, attempts, replay
+	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
 	Metrics http.Handler // GET /metrics

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,10 @@ const maxFormBytes = 256 << 10
 func parseForm(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return apperr.New(apperr.TooLarge, "the form is larger than %d KiB", maxFormBytes>>10)
+		}
 		return apperr.New(apperr.BadRequest, "the form could not be read")
 	}
 	return nil
@@ -30,6 +35,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.loginClient(w, r) // the throttle's client cookie, before the first try
 	v := auth.LoginView{}
 	if next != "" && safeNext(next) == next {
 		v.Next = next
@@ -53,22 +59,17 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	if next := r.PostFormValue("next"); next != "" && safeNext(next) == next {
 		v.Next = next
 	}
-	ip := s.clientIP(r)
-	key := ip + "|" + email
-	okKey, waitKey := s.ui.logins.Allow(key)
-	okIP, waitIP := s.ui.loginsIP.Allow(ip)
-	if !okKey || !okIP {
-		wait := max(waitKey, waitIP)
+	client := s.loginClient(w, r)
+	if ok, wait := s.ui.logins.Allow(client, email); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
-		v.Limited = "For your security sign-in is paused for this address. Try again in " + waitText(wait) + "."
+		v.Limited = "Too many failed sign-ins from this browser. Try again in " + waitText(wait) + "."
 		s.render(w, r, http.StatusTooManyRequests, auth.Login(v))
 		return
 	}
 	u, err := s.Tenants.Authenticate(r.Context(), email, password)
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
-			s.ui.logins.Fail(key)
-			s.ui.loginsIP.Fail(ip)
+			s.ui.logins.Fail(client, email)
 			v.Error = "Check both and try again. Passwords are case-sensitive."
 			s.render(w, r, http.StatusUnprocessableEntity, auth.Login(v))
 			return
@@ -76,7 +77,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	s.ui.logins.Reset(key)
+	s.ui.logins.Succeed(client, email)
 	cookie, err := s.Tenants.CreateSession(r.Context(), u)
 	if err != nil {
 		s.uiError(w, r, err)

@@ -481,7 +481,19 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 		if e.FirstAt != nil && e.LastAt != nil {
 			ev.FirstAt, ev.LastAt = *e.FirstAt, *e.LastAt
 		}
-	case leads.EventDelivery, leads.EventReconcile, leads.EventStale:
+	case leads.EventReconcile:
+		// "Found by reconcile" for a new lead; the changed fields otherwise.
+		if isNew, _ := d["new"].(bool); !isNew {
+			if ch, ok := d["changed"].([]any); ok {
+				for _, f := range ch {
+					if s, ok := f.(string); ok {
+						ev.Changed = append(ev.Changed, s)
+					}
+				}
+			}
+		}
+		ev.Detail = e.SenderDeliveryID
+	case leads.EventDelivery, leads.EventStale:
 		ev.Detail = e.SenderDeliveryID
 	}
 	return ev

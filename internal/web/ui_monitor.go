@@ -259,6 +259,7 @@ func ruleSentences(r monitor.Rules) []string {
 	out = append(out, onOff(r.RejectionsEnabled, fmt.Sprintf("Signature rejections: %d or more over %s and more than %g× the usual.", r.RejectionsMin, durWords(win), r.RejectionsFactor)))
 	out = append(out, onOff(r.DeadLettersEnabled, fmt.Sprintf("Dead letters: %d or more over %s.", r.DeadLettersMin, durWords(win))))
 	out = append(out, onOff(r.LossEnabled, fmt.Sprintf("Webhook loss: reconcile finds %d or more leads the webhooks never brought, over %s.", r.LossMin, durWords(win))))
+	out = append(out, onOff(r.FailuresEnabled, fmt.Sprintf("Processing failures: %d or more deliveries fail processing, over %s.", r.FailuresMin, durWords(win))))
 	if r.Default {
 		out = append(out, "These are the defaults; change them below (or with PUT /api/v1/sources/{id}/alert-rules).")
 	}

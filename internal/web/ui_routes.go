@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -12,16 +11,14 @@ import (
 
 // uiState is the web UI's per-router state.
 type uiState struct {
-	logins   *LoginLimiter // failed logins per IP + email
-	loginsIP *LoginLimiter // failed logins per IP, any email (password spraying)
-	csrf     *http.CrossOriginProtection
+	logins *LoginThrottle // failed logins per client+account, client and account
+	csrf   *http.CrossOriginProtection
 }
 
 func (s *Server) newUIState() *uiState {
 	u := &uiState{
-		logins:   NewLoginLimiter(10, 5*time.Minute),
-		loginsIP: NewLoginLimiter(100, 5*time.Minute),
-		csrf:     http.NewCrossOriginProtection(),
+		logins: NewLoginThrottle(),
+		csrf:   http.NewCrossOriginProtection(),
 	}
 	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
 	return u
@@ -64,6 +61,9 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/sources/{id}", s.uiSource)
 				r.Post("/sources/{id}/rotate-secret", s.uiRotateSecret)
 				r.Post("/sources/{id}/reconcile", s.uiReconcileNow)
+				r.Post("/sources/{id}/mapping", s.uiMappingSave)
+				r.Post("/sources/{id}/mapping/preview", s.uiMappingPreview)
+				r.Post("/sources/{id}/reprocess-failed", s.uiReprocessFailed)
 				r.Get("/settings/users", s.uiUsers)
 				r.Post("/settings/users", s.uiCreateUser)
 				r.Post("/settings/users/{id}/role", s.uiUserRole)

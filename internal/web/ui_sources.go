@@ -163,6 +163,12 @@ func graceText(sec int) string {
 // renderSource draws a source's page; answers to POSTs pass the secret to
 // show once and a notice.
 func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int, id, secret, why, flash string) {
+	s.renderSourceWith(w, r, status, id, secret, why, flash, nil)
+}
+
+// renderSourceWith is renderSource with the mapping editor's state (nil:
+// the saved mapping, no preview).
+func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status int, id, secret, why, flash string, mapping *srcviews.Mapping) {
 	sess := sessionFrom(r.Context())
 	ctx := r.Context()
 	src, err := s.Sources.Get(ctx, sess.Tenant.ID, id)
@@ -198,7 +204,7 @@ func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int
 	}
 	for _, d := range ds {
 		row := srcviews.Delivery{ID: d.ID, DeliveryID: d.DeliveryID, Origin: d.Origin, ReceivedAt: d.ReceivedAt,
-			Duplicates: d.Duplicates, Processed: d.ProcessedAt != nil, Size: d.Size}
+			Duplicates: d.Duplicates, Processed: d.ProcessedAt != nil && d.LastError == nil, Size: d.Size}
 		if d.FirstDuplicateAt != nil {
 			row.FirstDuplicateAt = *d.FirstDuplicateAt
 		}
@@ -216,6 +222,38 @@ func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int
 	for _, d := range dls {
 		v.DeadLetters = append(v.DeadLetters, srcviews.DeadLetter{ID: d.ID, Reason: d.Reason, ReceivedAt: d.ReceivedAt,
 			Headers: prettyJSON(d.Headers), Body: readableBody(d.Body), Size: d.Size, Truncated: d.Size > len(d.Body)})
+	}
+	if src.Kind == "generic" {
+		if mapping == nil {
+			var c genericConfig
+			_ = json.Unmarshal(src.Config, &c)
+			mapping = mappingFromConfig(c)
+		}
+		v.Mapping = mapping
+	}
+	if s.DeliveryOps != nil {
+		if v.FailedCount, err = s.DeliveryOps.CountDeliveries(ctx, sess.Tenant.ID, id, StateFailed); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		if v.FailedCount > 0 {
+			page, err := s.DeliveryOps.ListDeliveries(ctx, sess.Tenant.ID, id, StateFailed, "", 20)
+			if err != nil {
+				s.uiError(w, r, err)
+				return
+			}
+			for _, d := range page.Items {
+				body := d.Raw
+				if len(body) > 64<<10 {
+					body = body[:64<<10]
+				}
+				f := srcviews.Failed{ID: d.ID, Attempts: d.Attempts, ReceivedAt: d.ReceivedAt, Body: readableBody(body)}
+				if d.LastError != nil {
+					f.Error = *d.LastError
+				}
+				v.Failed = append(v.Failed, f)
+			}
+		}
 	}
 	if secret != "" {
 		// The secret is on this page: keep it out of every cache and history.

@@ -203,6 +203,7 @@ func TestUILoginRateLimit(t *testing.T) {
 	e := uiEnv(t, "ui_limit")
 	ten := e.Tenant("acme")
 	b := newBrowser(t, e)
+	b.get("/login") // the form sets the throttle's client cookie
 	for i := range 10 {
 		if p := b.post("/login", url.Values{"email": {ten.Admin.Email}, "password": {"wrong-password"}}); p.status != http.StatusUnprocessableEntity {
 			t.Fatalf("attempt %d: %d", i+1, p.status)

@@ -118,20 +118,12 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if records == nil {
+		// Only what cannot be stored is a dead letter (unparseable, no
+		// delivery id). A record the mapping cannot use (no natural key at
+		// the configured path) is stored and fails in processing, where it
+		// is listed, counted and can be reprocessed once the mapping is
+		// fixed (PRODUCT.md §4).
 		records, err = k.Parse(r.Header, body)
-		if err == nil {
-			// Map every new record now: a record without a natural key is
-			// refused before any delivery id is used up. A known duplicate
-			// was mapped when it first came.
-			for _, rec := range records {
-				if _, known := in.Claimer.Known(res.TenantID, src.ID, rec.DeliveryID); known {
-					continue
-				}
-				if _, err = k.Map(rec.Raw); err != nil {
-					break
-				}
-			}
-		}
 	}
 	if err != nil {
 		result = "dead_letter"

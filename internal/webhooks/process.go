@@ -46,6 +46,8 @@ type Processor struct {
 	MaxBatch int // deliveries per transaction (default 64)
 	Runners  int // batches in flight at most (default 2)
 
+	Lifecycle // failure marking, archived tasks, the sweeper's cursors (failures.go, sweep.go)
+
 	once sync.Once
 	reqs chan *processReq
 }
@@ -407,17 +409,10 @@ func MarkFailed(ctx context.Context, x db.Ext, tenantID, id string, cause error,
 	return err
 }
 
-// markFailed is MarkFailed outside a transaction, logging what goes wrong.
-func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
-	if err := MarkFailed(ctx, p.DB, tenantID, id, cause, p.now()); err != nil {
-		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
-	}
-}
-
 // HandleProcess is the Asynq handler of TypeProcessDelivery.
 func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
-	var pl ProcessPayload
-	if err := json.Unmarshal(t.Payload(), &pl); err != nil || !db.ValidID(pl.TenantID) || !db.ValidID(pl.DeliveryID) {
+	pl, ok := decodeProcessPayload(t.Payload())
+	if !ok {
 		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
@@ -425,9 +420,12 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 	case err == nil, errors.Is(err, errAlreadyProcessed):
 		return nil
 	case apperr.Is(err, apperr.NotFound):
-		// The delivery or its source is gone (tenant deleted): nothing to do.
+		// The source is gone (a delivery that is gone itself changes nothing):
+		// retrying cannot help.
+		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
-	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind):
+	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind),
+		errors.Is(err, kinds.ErrInvalidConfig):
 		// The stored bytes can never map: a dead letter, not a retry loop.
 		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)

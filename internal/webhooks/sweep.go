@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -12,40 +13,83 @@ import (
 )
 
 // TypeSweep re-enqueues deliveries left unprocessed (Redis was down, a
-// worker crashed between commit and enqueue).
+// worker crashed between commit and enqueue) and settles archived tasks.
 const TypeSweep = "delivery:sweep"
 
-// Sweep enqueues every delivery unprocessed for longer than after.
+// sweepPage is the sweeper's page size; sweepBudget bounds the rows one
+// sweep looks at over all tenants (the rest waits for the next sweep,
+// which continues from each tenant's cursor).
+const (
+	sweepPage   = 500
+	sweepBudget = 20000
+)
+
+// sweepCursor is the keyset position (received_at, id) a tenant's walk
+// stopped at when a sweep ran out of budget.
+type sweepCursor struct {
+	at time.Time
+	id string
+}
+
+// sweepState keeps each tenant's cursor between sweeps of one process.
+// Losing it (a restart, another worker running the next sweep) only means
+// a walk starts again from the oldest row: every row is still reached,
+// because a walk never stops before the end of the backlog or the budget.
+type sweepState struct {
+	mu      sync.Mutex
+	cursors map[string]sweepCursor
+}
+
+func (s *sweepState) get(tenantID string) (sweepCursor, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cursors[tenantID]
+	return c, ok
+}
+
+func (s *sweepState) set(tenantID string, c *sweepCursor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cursors == nil {
+		s.cursors = map[string]sweepCursor{}
+	}
+	if c == nil {
+		delete(s.cursors, tenantID)
+		return
+	}
+	s.cursors[tenantID] = *c
+}
+
+// Sweep settles archived processing tasks (see SettleArchived), then
+// walks every tenant's backlog of deliveries still `received` for longer
+// than after, with a keyset cursor (received_at, id), and enqueues each
+// one's task. A row whose task is still queued (TaskID conflict) is passed
+// over, never a reason to stop: stuck rows at the head of a backlog cannot
+// hide the rows behind them. It returns the number of tasks enqueued.
 func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error) {
+	if _, err := p.SettleArchived(ctx); err != nil {
+		p.Log.WarnContext(ctx, "settle archived delivery tasks", "err", err)
+	}
 	var tenantIDs []string
-	if err := p.DB.SelectContext(ctx, &tenantIDs, `SELECT id FROM tenants`); err != nil {
+	// Iterating tenants is the one deliberate query without a tenant filter.
+	if err := p.DB.SelectContext(ctx, &tenantIDs, `SELECT id FROM tenants ORDER BY id`); err != nil {
 		return 0, err
 	}
 	before := p.now().Add(-after)
+	budget := sweepBudget
+	if p.SweepBudget > 0 {
+		budget = p.SweepBudget
+	}
 	n := 0
 	for _, tid := range tenantIDs {
-		for {
-			ids, err := pendingDeliveries(ctx, p.DB, tid, before, 500)
-			if err != nil {
-				return n, err
-			}
-			queued := 0
-			for _, id := range ids {
-				t, opts := NewProcessTask(tid, id)
-				_, err := p.Queue.EnqueueContext(ctx, t, opts...)
-				if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-					return n, fmt.Errorf("sweep enqueue: %w", err)
-				}
-				if err == nil {
-					queued++
-				}
-			}
-			n += queued
-			// A full page where everything was already queued: stop, the
-			// queue holds them; otherwise continue only while pages are full.
-			if len(ids) < 500 || queued == 0 {
-				break
-			}
+		if budget <= 0 {
+			break
+		}
+		queued, seen, err := p.sweepTenant(ctx, tid, before, budget)
+		n += queued
+		budget -= seen
+		if err != nil {
+			return n, err
 		}
 	}
 	if n > 0 {
@@ -54,12 +98,67 @@ func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error)
 	return n, nil
 }
 
-// pendingDeliveries lists a tenant's deliveries still unprocessed that were
-// received before `before` (the sweeper's work), oldest first.
-func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, limit int) ([]string, error) {
-	var ids []string
-	err := x.SelectContext(ctx, &ids, `SELECT id FROM deliveries
+// sweepTenant walks one tenant's backlog from its saved cursor (or the
+// oldest row) until the end or until budget rows were looked at.
+func (p *Processor) sweepTenant(ctx context.Context, tenantID string, before time.Time, budget int) (queued, seen int, err error) {
+	cur, resumed := p.sweep.get(tenantID)
+	var after *sweepCursor
+	if resumed {
+		after = &cur
+	}
+	for seen < budget {
+		limit := min(sweepPage, budget-seen)
+		page, err := pendingDeliveries(ctx, p.DB, tenantID, before, after, limit)
+		if err != nil {
+			return queued, seen, err
+		}
+		seen += len(page)
+		for _, d := range page {
+			t, opts := NewProcessTask(tenantID, d.ID)
+			_, err := p.Queue.EnqueueContext(ctx, t, opts...)
+			switch {
+			case err == nil:
+				queued++
+			case errors.Is(err, asynq.ErrTaskIDConflict):
+				// Still queued, retrying or archived (SettleArchived's job).
+			default:
+				p.sweep.set(tenantID, after)
+				return queued, seen, fmt.Errorf("sweep enqueue: %w", err)
+			}
+		}
+		if len(page) < limit {
+			// End of the backlog: the next sweep starts from the oldest row.
+			p.sweep.set(tenantID, nil)
+			return queued, seen, nil
+		}
+		last := page[len(page)-1]
+		after = &sweepCursor{at: last.ReceivedAt, id: last.ID}
+	}
+	// Out of budget: the next sweep continues here.
+	p.sweep.set(tenantID, after)
+	return queued, seen, nil
+}
+
+type pendingRow struct {
+	ID         string    `db:"id"`
+	ReceivedAt time.Time `db:"received_at"`
+}
+
+// pendingDeliveries lists a page of a tenant's deliveries still `received`
+// that arrived before `before`, oldest first, strictly after the keyset
+// cursor when one is given (index ix_deliveries_state).
+func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, after *sweepCursor, limit int) ([]pendingRow, error) {
+	var rows []pendingRow
+	var err error
+	if after == nil {
+		err = x.SelectContext(ctx, &rows, `SELECT id, received_at FROM deliveries
 		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
 		ORDER BY received_at, id LIMIT ?`, tenantID, before, limit)
-	return ids, err
+	} else {
+		err = x.SelectContext(ctx, &rows, `SELECT id, received_at FROM deliveries
+		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
+		  AND (received_at > ? OR (received_at = ? AND id > ?))
+		ORDER BY received_at, id LIMIT ?`, tenantID, before, after.at, after.at, after.id, limit)
+	}
+	return rows, err
 }

@@ -232,6 +232,8 @@ type Event struct {
 	// Duplicates of one delivery: how many, first and last arrival.
 	Count           int
 	FirstAt, LastAt time.Time
+	// Changed lists the fields a reconcile updated (empty: it found a new lead).
+	Changed []string
 }
 
 // Conflict is a stale edit: someone saved first. The form is re-rendered

@@ -27,6 +27,9 @@ var (
 	ErrNoDeliveryID = errors.New("no delivery id")      // 422, dead letter
 	ErrNoNaturalKey = errors.New("no natural key")      // 422, dead letter
 	ErrUnknownKind  = errors.New("unknown source kind")
+	// ErrInvalidConfig: a source's stored config no longer validates (a
+	// processing failure no retry can fix).
+	ErrInvalidConfig = errors.New("invalid source config")
 )
 
 // MaxIDLen is the longest delivery id or source ref stored as is. MariaDB's
@@ -114,7 +117,7 @@ func New(name string, config json.RawMessage) (Kind, error) {
 	case Generic:
 		cfg, problems := parseGenericConfig(config)
 		if len(problems) > 0 {
-			return nil, fmt.Errorf("kinds: invalid generic config: %s", joinProblems(problems))
+			return nil, fmt.Errorf("%w: generic: %s", ErrInvalidConfig, joinProblems(problems))
 		}
 		return cfg, nil
 	}

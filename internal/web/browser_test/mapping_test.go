@@ -1,0 +1,141 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// A generic source posting with a natural-key path that is wrong: the
+// deliveries fail and are listed with their error and raw body. In the
+// mapping editor, typing the right path previews (htmx, no reload) the
+// right keys; saving and "Reprocess failed (N)" make one lead each. The
+// page at 1280 and 390 px is saved as screenshots.
+func TestBrowserMappingEditor(t *testing.T) {
+	e := apptest.New(t, "browser_mapping", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	ten := e.Tenant("acme")
+	good := kinds.SampleConfig(kinds.Generic)
+	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
+	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	for i := 0; i < n; i++ {
+		body := kinds.SampleBody(kinds.Generic, fmt.Sprintf("evt-%d", i), fmt.Sprintf("lead-%d", i),
+			kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, time.Now())
+		h, b, err := kinds.Sign(kinds.Generic, wrong, secret, fmt.Sprintf("evt-%d", i), body, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", e.URL+"/hooks/acme/form", bytes.NewReader(b))
+		req.Header = h
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("webhook %d: %d", i, res.StatusCode)
+		}
+	}
+	var failed int
+	apptest.Eventually(t, 20*time.Second, "deliveries failed", func() bool {
+		_ = e.App.DB.Get(&failed, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'failed'`, ten.ID)
+		return failed == n
+	})
+
+	b := startBrowser(t)
+	tb := newTab(t, b, e.URL, "admin")
+	tb.login(ten.Admin.Email, ten.AdminPassword)
+	tb.open("/sources/" + src.ID)
+	if c := tb.count(`[data-testid="failed-delivery"]`); c != n {
+		t.Fatalf("%d failed deliveries listed, want %d", c, n)
+	}
+	if got := tb.text(`[data-testid="reprocess-failed"]`); got != fmt.Sprintf("Reprocess failed (%d)", n) {
+		t.Fatalf("reprocess button: %q", got)
+	}
+	if !strings.Contains(tb.text(`[data-testid="failed-list"]`), "no natural key") {
+		t.Fatal("failed list does not say why")
+	}
+
+	// Live preview: fix the path by typing; htmx swaps the preview in
+	// place (the marker set on the page survives: no reload).
+	tb.do(chromedp.Evaluate[chromedp.Void](`window.__noReload = 1`))
+	tb.do(
+		chromedp.Clear(chromedp.CSS(`input[name=natural_key_path]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=natural_key_path]`), "$.lead.id"),
+	)
+	deadline := time.Now().Add(10 * time.Second)
+	for tb.count(`[data-testid="preview-row"][data-ok="true"]`) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("live preview did not show %d mapped rows: %s", n, tb.text(`[data-testid="mapping-preview"]`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v := run(tb, chromedp.Evaluate[int](`window.__noReload || 0`)); v != 1 {
+		t.Fatal("the preview reloaded the page")
+	}
+	keys := tb.text(`[data-testid="preview-table"]`)
+	for i := 0; i < n; i++ {
+		if !strings.Contains(keys, fmt.Sprintf("lead-%d", i)) || !strings.Contains(keys, fmt.Sprintf("ada%d@example.com", i)) {
+			t.Fatalf("preview misses lead-%d: %s", i, keys)
+		}
+	}
+	var leads int
+	_ = e.App.DB.Get(&leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID)
+	if leads != 0 {
+		t.Fatalf("the preview created %d leads", leads)
+	}
+	tb.screenshot("mapping-preview")
+
+	// Save, then reprocess.
+	tb.submit(`[data-testid="mapping-save"]`)
+	if !strings.Contains(tb.text(`main`), "Mapping saved") {
+		t.Fatal("no saved notice")
+	}
+	tb.submit(`[data-testid="reprocess-failed"]`)
+	apptest.Eventually(t, 20*time.Second, "one lead per delivery", func() bool {
+		_ = e.App.DB.Get(&leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID)
+		return leads == n
+	})
+	tb.eventually("/sources/"+src.ID, "no failed deliveries", func() bool { return tb.count(`[data-testid="no-failed"]`) == 1 })
+	tb.screenshot("mapping-reprocessed")
+}
+
+// Without JavaScript the Preview button posts the form and the page comes
+// back with the preview and the form as typed.
+func TestBrowserMapNoJS(t *testing.T) {
+	e := apptest.New(t, "browser_mapping_nojs", apptest.Options{RedisDB: apptest.RedisUI})
+	ten := e.Tenant("acme")
+	src, _, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "form", Name: "Form", Kind: kinds.Generic, Config: kinds.SampleConfig(kinds.Generic)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowser(t)
+	tb := newTab(t, b, e.URL, "admin")
+	if _, err := chromedp.Call(tb.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	tb.login(ten.Admin.Email, ten.AdminPassword)
+	tb.open("/sources/" + src.ID)
+	tb.do(chromedp.Clear(chromedp.CSS(`input[name=natural_key_path]`)), chromedp.SendKeys(chromedp.CSS(`input[name=natural_key_path]`), "lead.id"))
+	tb.submit(`[data-testid="mapping-preview-button"]`)
+	if !strings.Contains(tb.location(), "/mapping/preview") {
+		t.Fatalf("preview did not post the form: %s", tb.location())
+	}
+	if tb.count(`[data-testid="preview-invalid"]`) != 1 || !strings.Contains(tb.text(`[data-testid="field-natural_key_path"]`), "$") {
+		t.Fatalf("invalid path not explained: %s", tb.text(`[data-testid="mapping-editor"]`))
+	}
+}

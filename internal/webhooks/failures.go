@@ -1,0 +1,214 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/monitor"
+)
+
+// TaskInspector is the part of asynq.Inspector the failure handling uses
+// (*asynq.Inspector implements it).
+type TaskInspector interface {
+	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
+	DeleteTask(queue, id string) error
+	RunTask(queue, id string) error
+}
+
+// Lifecycle is the Processor's failure handling: the final failure of a
+// processing task marks its delivery `failed`, archived tasks are settled
+// (never left holding a delivery's TaskID), and failures are counted.
+type Lifecycle struct {
+	// Inspector reads and deletes archived tasks. Without it archived
+	// tasks are only settled by the error handler.
+	Inspector TaskInspector
+	// Stats counts processing_failures per source and minute.
+	Stats monitor.Sink
+	// SweepBudget overrides how many rows one sweep looks at (tests).
+	SweepBudget int
+
+	sweep sweepState
+}
+
+func (l *Lifecycle) stats() monitor.Sink {
+	if l.Stats == nil {
+		return monitor.Discard{}
+	}
+	return l.Stats
+}
+
+// maxErrorLen fits deliveries.last_error (VARCHAR(1024)) with room to spare.
+const maxErrorLen = 1000
+
+func truncateError(msg string) string {
+	if len(msg) <= maxErrorLen {
+		return msg
+	}
+	// Cut on a rune boundary.
+	cut := maxErrorLen
+	for cut > 0 && msg[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return msg[:cut]
+}
+
+// MarkFailed records that processing of a delivery gave up: state
+// `failed`, one more attempt, the cause in last_error, counted once in
+// processing_failures. Only a `received` delivery changes, so a late or
+// repeated call (the handler, then Asynq's error handler, then the archive
+// check) changes and counts nothing more. It reports whether it changed
+// the row. attempts is how many runs the task made (its failed runs
+// rolled back, so the row has not counted them); 0 counts this one.
+func (p *Processor) MarkFailed(ctx context.Context, tenantID, id string, attempts int, cause string) (bool, error) {
+	now := p.now()
+	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?
+		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, attempts, truncateError(cause), tenantID, id)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return false, err
+	}
+	var sourceID string
+	if err := p.DB.GetContext(ctx, &sourceID, `SELECT source_id FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
+		return true, err
+	}
+	p.stats().Add(tenantID, sourceID, monitor.ProcessingFailures, 1, now)
+	p.Log.WarnContext(ctx, "delivery processing failed", "tenant_id", tenantID, "delivery", id, "err", cause)
+	return true, nil
+}
+
+// markFailed is MarkFailed for the task handler: a database error is
+// logged (the error handler or the archive check retries the marking).
+func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
+	if _, err := p.MarkFailed(ctx, tenantID, id, 0, cause.Error()); err != nil {
+		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
+	}
+}
+
+// decodeProcessPayload reads a processing task's payload.
+func decodeProcessPayload(b []byte) (ProcessPayload, bool) {
+	var pl ProcessPayload
+	if err := json.Unmarshal(b, &pl); err != nil || !db.ValidID(pl.TenantID) || !db.ValidID(pl.DeliveryID) {
+		return pl, false
+	}
+	return pl, true
+}
+
+// HandleFinalFailure is the Asynq error handler's hook for
+// TypeProcessDelivery: called for every failed run, it marks the delivery
+// `failed` when this was the last one (retries exhausted, or SkipRetry).
+func (p *Processor) HandleFinalFailure(ctx context.Context, t *asynq.Task, err error) {
+	if !jobs.FinalFailure(ctx, err) {
+		return
+	}
+	pl, ok := decodeProcessPayload(t.Payload())
+	if !ok {
+		return
+	}
+	// The task's own context may be past its deadline (a timeout is a
+	// failure too); the marking must still reach the database.
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	retried, _ := asynq.GetRetryCount(ctx)
+	cause := err.Error()
+	if !errors.Is(err, asynq.SkipRetry) {
+		cause = fmt.Sprintf("gave up after %d attempts: %s", retried+1, cause)
+	}
+	if _, merr := p.MarkFailed(mctx, pl.TenantID, pl.DeliveryID, retried+1, cause); merr != nil {
+		p.Log.ErrorContext(ctx, "mark delivery failed (the archive check will retry)", "delivery", pl.DeliveryID, "err", merr)
+	}
+}
+
+// settleBatch is how many archived tasks one SettleArchived call handles.
+const settleBatch = 1000
+
+// SettleArchived makes sure no archived processing task is left holding
+// a delivery: each archived delivery:process task's delivery is marked
+// `failed` (if the error handler did not get to it) and the task is
+// deleted, which frees its TaskID for a reprocess or the sweeper. It
+// returns the number of tasks settled.
+func (p *Processor) SettleArchived(ctx context.Context) (int, error) {
+	if p.Inspector == nil {
+		return 0, nil
+	}
+	n := 0
+	for n < settleBatch {
+		tasks, err := p.Inspector.ListArchivedTasks(jobs.QueueCritical, asynq.PageSize(100), asynq.Page(1))
+		if err != nil {
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				return n, nil
+			}
+			return n, err
+		}
+		settled := 0
+		for _, ti := range tasks {
+			if ti.Type != TypeProcessDelivery {
+				continue
+			}
+			if pl, ok := decodeProcessPayload(ti.Payload); ok {
+				cause := fmt.Sprintf("gave up after %d attempts: %s", ti.Retried+1, ti.LastErr)
+				if _, err := p.MarkFailed(ctx, pl.TenantID, pl.DeliveryID, ti.Retried+1, cause); err != nil {
+					return n, err // keep the task: the next sweep tries again
+				}
+			}
+			if err := p.Inspector.DeleteTask(jobs.QueueCritical, ti.ID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+				return n, err
+			}
+			settled++
+			n++
+		}
+		if settled == 0 {
+			// Only other task types left on this page (or none at all).
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// Requeue enqueues a delivery's processing task now: a task holding its
+// TaskID in the archive is deleted first, one waiting for a retry or a
+// schedule is run at once, one pending or running is left alone.
+func (p *Processor) Requeue(ctx context.Context, tenantID, id string) error {
+	t, opts := NewProcessTask(tenantID, id)
+	_, err := p.Queue.EnqueueContext(ctx, t, opts...)
+	if err == nil || !errors.Is(err, asynq.ErrTaskIDConflict) || p.Inspector == nil {
+		return err
+	}
+	ti, err := p.Inspector.GetTaskInfo(jobs.QueueCritical, id)
+	if err != nil {
+		if errors.Is(err, asynq.ErrTaskNotFound) {
+			// Gone meanwhile: enqueue again.
+			_, err = p.Queue.EnqueueContext(ctx, t, opts...)
+			if errors.Is(err, asynq.ErrTaskIDConflict) {
+				return nil
+			}
+		}
+		return err
+	}
+	switch ti.State {
+	case asynq.TaskStateArchived, asynq.TaskStateCompleted:
+		if err := p.Inspector.DeleteTask(jobs.QueueCritical, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return err
+		}
+		_, err = p.Queue.EnqueueContext(ctx, t, opts...)
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			return nil
+		}
+		return err
+	case asynq.TaskStateRetry, asynq.TaskStateScheduled:
+		if err := p.Inspector.RunTask(jobs.QueueCritical, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return err
+		}
+	}
+	return nil
+}
