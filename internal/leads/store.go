@@ -699,7 +699,7 @@ func explainRows(v any) int64 {
 // cursor are checked inside the index; owner and source need the row.
 func searchIndexes(ctx context.Context, x db.Ext, tenantID string, f Filter, cols []searchCol, pat, before string, n int) ([]Lead, error) {
 	base, baseArgs := f.where(tenantID)
-	if f.Status == "" {
+	if f.Status == "" && len(f.AnyStatus) == 0 { // where() already holds a status condition otherwise
 		st, _ := f.statusRange()
 		base += " AND " + st
 	}

@@ -609,3 +609,27 @@ func TestUIInboxPagingAndFilters(t *testing.T) {
 		t.Fatal("no-match search")
 	}
 }
+
+// TestUIInboxViewsWithSearch: every quick view answers with a search too
+// (the open-status views put the status condition in the search's index
+// ranges once, not twice).
+func TestUIInboxViewsWithSearch(t *testing.T) {
+	e := uiEnv(t, "ui_views")
+	a := e.Tenant("views")
+	for _, n := range []string{"Dana Scully", "Fox Mulder"} {
+		createLead(t, e, a.Token, map[string]any{"name": n})
+	}
+	b := newBrowser(t, e)
+	b.login(a.Admin.Email, a.AdminPassword)
+	for _, v := range []string{"mine", "due", "unassigned", "all"} {
+		for _, q := range []string{"", "dan", "zzz"} {
+			p := b.get("/leads?view=" + v + "&q=" + q)
+			if p.status != 200 {
+				t.Errorf("view %s q %q: %d", v, q, p.status)
+			}
+		}
+	}
+	if p := b.get("/leads?view=all&q=dan"); p.testid("lead-row").Length() != 1 {
+		t.Errorf("all + dan: %d rows", p.testid("lead-row").Length())
+	}
+}
