@@ -223,7 +223,9 @@ WHERE tenant_id = ? AND id = ?`, now, now, clip(deref(a.Error), 1000), d.TenantI
 				return s.disable(ctx, tx, cur, failingReason(cur), now)
 			}
 		}
-		token, err = s.claimDue(ctx, tx, d.TenantID, ep.ID, now)
+		// Due as of now, not as of the attempt's start: deliveries the
+		// relay fanned out while this attempt was on the wire are due too.
+		token, err = s.claimDue(ctx, tx, d.TenantID, ep.ID, s.now())
 		return err
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/events"
+	"leadpipe/internal/jobs"
 	"leadpipe/internal/secretbox"
 )
 
@@ -112,8 +113,8 @@ func newEnvTB(t testing.TB, o envOpts) *env {
 		if conc == 0 {
 			conc = 16
 		}
-		srv := asynq.NewServer(ropt, asynq.Config{Concurrency: conc, Queues: map[string]int{events.Queue: 1},
-			LogLevel: asynq.FatalLevel, ShutdownTimeout: 3 * time.Second})
+		// The production server (its task check interval matters here).
+		srv := jobs.NewEventsServer(ropt, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), conc, events.Queue)
 		mux := asynq.NewServeMux()
 		mux.HandleFunc(events.TypeDeliver, e.S.HandleDeliver)
 		if err := srv.Start(mux); err != nil {

@@ -67,10 +67,24 @@ WHERE tenant_id = ? AND endpoint_id = ? AND state IN ('queued', 'sending')`, ten
 	if free <= 0 {
 		return "", nil
 	}
-	token := db.NewID()
-	res, err := tx.ExecContext(ctx, `UPDATE event_deliveries SET state = 'queued', queued_by = ?, queued_at = ?, updated_at = ?
+	// The due ids first, without locking, then an update by primary key:
+	// an UPDATE that walked the endpoint index would lock index entries
+	// before rows, the opposite order of an attempt's update by id, and
+	// the two deadlock under load. The endpoint row lock keeps other
+	// claims of this endpoint out meanwhile; state is checked again.
+	var ids []string
+	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM event_deliveries
 WHERE tenant_id = ? AND endpoint_id = ? AND state = 'pending' AND next_attempt_at <= ?
-ORDER BY next_attempt_at LIMIT ?`, token, now, now, tenantID, endpointID, now, free)
+ORDER BY next_attempt_at LIMIT ?`, tenantID, endpointID, now, free); err != nil {
+		return "", err
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	token := db.NewID()
+	q, args := inIDs(ids)
+	res, err := tx.ExecContext(ctx, `UPDATE event_deliveries SET state = 'queued', queued_by = ?, queued_at = ?, updated_at = ?
+WHERE tenant_id = ? AND id IN (`+q+`) AND state = 'pending'`, append([]any{token, now, now, tenantID}, args...)...)
 	if err != nil {
 		return "", err
 	}
@@ -109,14 +123,13 @@ WHERE tenant_id = ? AND endpoint_id = ? AND state = 'queued' AND queued_by = ?`,
 // (pumped), and endpoints failing for DisableAfter (disabled, alerted).
 func (s *Service) SweepTenant(ctx context.Context, tenantID string) error {
 	now := s.now()
-	if _, err := execRC(ctx, s.DB, `UPDATE event_deliveries SET state = 'pending', queued_by = NULL, updated_at = ?
-WHERE tenant_id = ? AND state = 'queued' AND queued_at < ?`, now, tenantID, now.Add(-s.requeueAfter())); err != nil {
+	if err := s.sweepRows(ctx, tenantID, `state = 'queued' AND queued_at < ?`, []any{now.Add(-s.requeueAfter())},
+		`state = 'pending', queued_by = NULL, updated_at = ?`, []any{now}); err != nil {
 		return err
 	}
-	if _, err := execRC(ctx, s.DB, `UPDATE event_deliveries
-SET state = IF(attempts - schedule_base >= ?, 'failed', 'pending'), next_attempt_at = ?, lease_until = NULL,
-    last_error = 'the worker running the attempt stopped before it finished', updated_at = ?
-WHERE tenant_id = ? AND state = 'sending' AND lease_until < ?`, MaxAttempts, now, now, tenantID, now); err != nil {
+	if err := s.sweepRows(ctx, tenantID, `state = 'sending' AND lease_until < ?`, []any{now},
+		`state = IF(attempts - schedule_base >= ?, 'failed', 'pending'), next_attempt_at = ?, lease_until = NULL,
+    last_error = 'the worker running the attempt stopped before it finished', updated_at = ?`, []any{MaxAttempts, now, now}); err != nil {
 		return err
 	}
 	var failing []string
@@ -177,4 +190,24 @@ WHERE tenant_id = ? AND id = ? AND enabled = 1`, reason, now, now, ep.TenantID, 
 		return s.OnDisabled(ctx, tx, ep.TenantID, ep)
 	}
 	return nil
+}
+
+// sweepRows applies set to the tenant's deliveries matching cond: it reads
+// their ids without locking, then updates them by primary key, cond
+// checked again. An UPDATE that found them through the state index would
+// lock index entries before rows, the opposite order of an attempt's
+// update by id, and the two deadlock under load.
+func (s *Service) sweepRows(ctx context.Context, tenantID, cond string, condArgs []any, set string, setArgs []any) error {
+	var ids []string
+	if err := s.DB.SelectContext(ctx, &ids, `SELECT id FROM event_deliveries WHERE tenant_id = ? AND `+cond+` ORDER BY id LIMIT 1000`,
+		append([]any{tenantID}, condArgs...)...); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	q, idArgs := inIDs(ids)
+	args := append(append(append(setArgs[:len(setArgs):len(setArgs)], tenantID), idArgs...), condArgs...)
+	_, err := execRC(ctx, s.DB, `UPDATE event_deliveries SET `+set+` WHERE tenant_id = ? AND id IN (`+q+`) AND `+cond, args...)
+	return err
 }
