@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
@@ -54,6 +56,12 @@ func (a *App) wireEvents(ctx context.Context) error {
 	if ls := a.Web.Leads; ls != nil {
 		ls.Emit = func(ctx context.Context, tx db.Ext, tenantID, typ string, l leads.Lead) error {
 			return outbox.Emit(ctx, tx, tenantID, events.Event{Type: typ, ResourceID: l.ID, Data: l})
+		}
+		ls.Wants = outbox.Wants
+		// Webhook leads: lead.created / lead.updated in the batch's
+		// transaction (reconcile and enrichment: see wireReconcile).
+		a.Processor.OnBatch = func(ctx context.Context, tx *sqlx.Tx, tenantID string, outcomes []leads.UpsertOutcome) error {
+			return ls.SenderChanged(ctx, tx, tenantID, outcomes)
 		}
 	}
 	a.Jobs.Handle(events.TypeDeliver, svc.HandleDeliver)

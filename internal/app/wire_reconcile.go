@@ -7,6 +7,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/sources"
@@ -29,6 +30,9 @@ func (a *App) wireReconcile(ctx context.Context) error {
 		// Exactly the webhook path: same mapping, same upsert.
 		Apply: func(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (reconcile.Applied, error) {
 			r, err := webhooks.Apply(ctx, x, tenantID, src, raw, now)
+			if err == nil {
+				err = a.Web.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome}})
+			}
 			return reconcile.Applied{LeadID: r.LeadID, New: r.New, Lead: r.Lead}, err
 		},
 	}

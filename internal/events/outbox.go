@@ -68,3 +68,21 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 1)`, tenantID, env.ID, env.Type, ev.ResourceID, seq
 	}
 	return nil
 }
+
+// Wants reads, in x (the transaction of a change), which event types some
+// endpoint of the tenant subscribes to, enabled or not: a disabled endpoint
+// recovers what it missed once re-enabled. An event no endpoint wants need
+// not be written.
+func (o *Outbox) Wants(ctx context.Context, x db.Ext, tenantID string) (func(eventType string) bool, error) {
+	eps, err := listEndpoints(ctx, x, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("events: subscriptions: %w", err)
+	}
+	wanted := map[string]bool{}
+	for _, ep := range eps {
+		for _, t := range ep.Events {
+			wanted[t] = true
+		}
+	}
+	return func(t string) bool { return wanted[t] }, nil
+}

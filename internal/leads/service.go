@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,14 +46,21 @@ type Service struct {
 	IndexBudget int
 	ScanBudget  int
 
-	// Emit writes an outbound event (lead.created, lead.status_changed) in
-	// the transaction of the change (internal/events.Outbox.Emit); nil: none.
+	// Emit writes an outbound event (lead.created, lead.updated,
+	// lead.status_changed) in the transaction of the change
+	// (internal/events.Outbox.Emit); nil: none.
 	Emit func(ctx context.Context, tx db.Ext, tenantID, eventType string, l Lead) error
+	// Wants tells, in the transaction of a change, which event types some
+	// endpoint of the tenant subscribes to (enabled or not: a disabled one
+	// can recover what it missed); an event nobody subscribes to is not
+	// written. nil: every type is wanted.
+	Wants func(ctx context.Context, x db.Ext, tenantID string) (func(eventType string) bool, error)
 }
 
 // Outbound event types this service emits.
 const (
 	OutboundCreated       = "lead.created"
+	OutboundUpdated       = "lead.updated"
 	OutboundStatusChanged = "lead.status_changed"
 )
 
@@ -60,7 +68,61 @@ func (s *Service) emit(ctx context.Context, tx db.Ext, tenantID, typ string, l L
 	if s.Emit == nil {
 		return nil
 	}
+	if s.Wants != nil {
+		wants, err := s.Wants(ctx, tx, tenantID)
+		if err != nil || !wants(typ) {
+			return err
+		}
+	}
 	return s.Emit(ctx, tx, tenantID, typ, l)
+}
+
+// SenderChanged writes, in the transaction of a sender upsert (a webhook
+// batch, a reconcile page, an enrichment), lead.created for each lead the
+// records created and lead.updated for each whose sender-owned fields
+// they changed: one event per lead, carrying the lead as it is now.
+// Unchanged and stale records emit nothing. Leads are visited in id order
+// so that concurrent batches take the event sequence rows in one order.
+func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []UpsertOutcome) error {
+	if s.Emit == nil {
+		return nil
+	}
+	types := map[string]string{}
+	for _, o := range outcomes {
+		switch {
+		case o.Kind == OutcomeCreated:
+			types[o.LeadID] = OutboundCreated
+		case o.Kind == OutcomeUpdated && types[o.LeadID] == "":
+			types[o.LeadID] = OutboundUpdated
+		}
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	if s.Wants != nil {
+		wants, err := s.Wants(ctx, x, tenantID)
+		if err != nil {
+			return err
+		}
+		for id, typ := range types {
+			if !wants(typ) {
+				delete(types, id)
+			}
+		}
+		if len(types) == 0 {
+			return nil
+		}
+	}
+	ls, err := byIDs(ctx, x, tenantID, slices.Sorted(maps.Keys(types)))
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if err := s.Emit(ctx, x, tenantID, types[l.ID], l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewService returns a service with production settings.

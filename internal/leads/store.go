@@ -310,6 +310,17 @@ func lockLeads(ctx context.Context, x db.Ext, tenantID string, ids []string) ([]
 	return ls, err
 }
 
+// byIDs reads leads of the tenant by id, in id order.
+func byIDs(ctx context.Context, x db.Ext, tenantID string, ids []string) ([]Lead, error) {
+	q, args, err := sqlx.In(`SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var ls []Lead
+	err = x.SelectContext(ctx, &ls, q, args...)
+	return ls, err
+}
+
 // Get returns one lead of the tenant.
 func Get(ctx context.Context, x db.Ext, tenantID, id string) (Lead, error) {
 	var l Lead

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"leadpipe/internal/events"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 // verifyingReceiver checks every delivery with the Standard Webhooks
@@ -157,4 +159,94 @@ func TestEventsFromProductPaths(t *testing.T) {
 	if n := len(rb.envelopes()); n != 0 {
 		t.Fatalf("tenant B received %d of tenant A's events", n)
 	}
+}
+
+// postStandard sends one signed `standard` delivery of record ref, its
+// payload timestamped at, and fails the test unless it is accepted.
+func postStandard(t *testing.T, e *apptest.Env, tenantSlug, secret, deliveryID, ref string, f kinds.Lead, at time.Time) {
+	t.Helper()
+	body := kinds.SampleBody(kinds.Standard, deliveryID, ref, f, at)
+	h, body, err := kinds.Sign(kinds.Standard, nil, secret, deliveryID, body, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/hooks/"+tenantSlug+"/web", bytes.NewReader(body))
+	req.Header = h
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 && res.StatusCode != 202 {
+		t.Fatalf("webhook %s: %d", deliveryID, res.StatusCode)
+	}
+}
+
+// Webhook leads emit from the worker's batch transaction: lead.created for
+// a new lead, lead.updated when a record changes sender-owned fields, and
+// nothing for a duplicate, an unchanged or a stale record; only subscribed
+// types; a tenant without endpoints writes no events at all.
+func TestEventsFromWebhookLeads(t *testing.T) {
+	e := apptest.New(t, "web_events_hooks", apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
+	ctx := context.Background()
+	a, b, c := e.Tenant("acme"), e.Tenant("bolt"), e.Tenant("cold")
+	ra, rb := newVerifyingReceiver(t), newVerifyingReceiver(t)
+	ra.subscribe(t, e, a.Token, events.LeadCreated, events.LeadUpdated)
+	rb.subscribe(t, e, b.Token, events.LeadCreated)
+	secrets := map[string]string{}
+	for _, tn := range []apptest.Tenant{a, b, c} {
+		_, secret, err := e.App.Sources.Create(ctx, tn.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets[tn.Slug] = secret
+	}
+	now := time.Now()
+	ada := kinds.Lead{Name: "Ada Lovelace", Email: "ada@example.com"}
+	postStandard(t, e, "acme", secrets["acme"], "d1", "r1", ada, now)
+	apptest.Eventually(t, 20*time.Second, "lead.created", func() bool { return len(ra.envelopes()) >= 1 })
+	postStandard(t, e, "acme", secrets["acme"], "d1", "r1", ada, now) // a duplicate
+	moved := kinds.Lead{Name: "Ada Lovelace", Email: "ada@new.example.com"}
+	postStandard(t, e, "acme", secrets["acme"], "d2", "r1", moved, now.Add(time.Second))
+	postStandard(t, e, "acme", secrets["acme"], "d3", "r1", kinds.Lead{Name: "Ada", Email: "old@example.com"}, now.Add(-time.Hour)) // stale
+	postStandard(t, e, "acme", secrets["acme"], "d4", "r1", moved, now.Add(time.Second))                                            // the same record again
+	for _, tn := range []string{"bolt", "cold"} {
+		postStandard(t, e, tn, secrets[tn], "d1", "r1", ada, now)
+		postStandard(t, e, tn, secrets[tn], "d2", "r1", moved, now.Add(time.Second))
+	}
+	apptest.Eventually(t, 20*time.Second, "lead.updated", func() bool { return len(ra.envelopes()) >= 2 })
+	apptest.Eventually(t, 20*time.Second, "every delivery processed", func() bool {
+		var n int
+		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM deliveries WHERE state = 'received'`)
+		return n == 0
+	})
+	time.Sleep(500 * time.Millisecond) // nothing more should come
+
+	got := ra.envelopes()
+	if len(got) != 2 || got[0].Type != events.LeadCreated || got[1].Type != events.LeadUpdated {
+		t.Fatalf("tenant A got %v, want lead.created then lead.updated", envTypes(got))
+	}
+	var first, second struct{ ID, Email string }
+	_ = json.Unmarshal(got[0].Data, &first)
+	_ = json.Unmarshal(got[1].Data, &second)
+	if first.Email != "ada@example.com" || second.Email != "ada@new.example.com" || first.ID != second.ID ||
+		got[0].Sequence != 1 || got[1].Sequence != 2 {
+		t.Fatalf("events: %+v (seq %d) then %+v (seq %d)", first, got[0].Sequence, second, got[1].Sequence)
+	}
+	if gb := rb.envelopes(); len(gb) != 1 || gb[0].Type != events.LeadCreated {
+		t.Fatalf("tenant B (lead.created only) got %v", envTypes(gb))
+	}
+	var n int
+	if err := e.App.DB.Get(&n, `SELECT COUNT(*) FROM events WHERE tenant_id = ?`, c.ID); err != nil || n != 0 {
+		t.Fatalf("tenant without endpoints: %d events (%v)", n, err)
+	}
+}
+
+func envTypes(envs []events.Envelope) []string {
+	out := make([]string, len(envs))
+	for i, e := range envs {
+		out[i] = e.Type
+	}
+	return out
 }
