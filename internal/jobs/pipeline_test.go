@@ -165,3 +165,31 @@ func TestPipelinedClientLinger(t *testing.T) {
 		t.Fatalf("10 calls within the linger took %d round trips", g)
 	}
 }
+
+// The pipelined client only helps while Asynq enqueues with exactly one
+// EVALSHA per task (its Lua scripts, loaded once). If an Asynq upgrade
+// changes that (plain commands, MULTI, EVAL, several calls per task), the
+// enqueues bypass the pipeline and ingest loses the ~10 % measured in
+// docs/BENCHMARKS.md: this test says so instead of the benchmark drifting.
+func TestAsynqEnqueuesThroughOneEvalShaPerTask(t *testing.T) {
+	rc := testRedis(t)
+	p := jobs.NewPipelinedClient(rc, 1)
+	defer p.Close()
+	q := asynq.NewClientFromRedisClient(p)
+	ctx := context.Background()
+	const n = 20
+	for i := 0; i < n; i++ {
+		if _, err := q.EnqueueContext(ctx, asynq.NewTask("t:guard", []byte("x")), asynq.TaskID(fmt.Sprintf("guard-%d", i)),
+			asynq.Queue(jobs.QueueCritical)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Calls.Load(); got != n {
+		t.Fatalf("Asynq made %d EVALSHA calls for %d enqueues through jobs.PipelinedClient, want exactly %d: "+
+			"it no longer enqueues with one EVALSHA per task, so the pipeline no longer batches enqueues; "+
+			"re-measure with cmd/benchingest and adapt or remove jobs.PipelinedClient", got, n, n)
+	}
+	if l := rc.LLen(ctx, "asynq:{critical}:pending").Val(); l != n {
+		t.Fatalf("pending list holds %d tasks, want %d", l, n)
+	}
+}
