@@ -31,8 +31,11 @@ import (
 
 // App holds every long-lived dependency.
 type App struct {
-	Cfg   *config.Config
-	Log   *slog.Logger
+	Cfg *config.Config
+	Log *slog.Logger
+	// Now is the one clock every service is given (read through
+	// clock.Read); time.Now unless a test replaces it before wiring.
+	Now   func() time.Time
 	DB    *sqlx.DB
 	Box   *secretbox.Box
 	Redis asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
@@ -69,7 +72,7 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // Open connects to MySQL (creating the database if needed), applies
 // migrations, connects Redis and builds every service.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
-	a := &App{Cfg: cfg, Log: log, Jobs: &jobs.Registry{}, Stats: monitor.Discard{}}
+	a := &App{Cfg: cfg, Log: log, Now: time.Now, Jobs: &jobs.Registry{}, Stats: monitor.Discard{}}
 	box, err := secretbox.New(cfg.SecretKey)
 	if err != nil {
 		return nil, err
@@ -95,7 +98,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	a.closers = append(a.closers, func() { a.QueueRedis.Close(); a.RDB.Close() })
 
 	a.Tenants = tenants.NewService(a.DB)
+	a.Tenants.Now = a.Now
 	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)
+	a.Sources.Now = a.Now
 	a.Web = &web.Server{Log: log, Cfg: cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
 		Deliveries: deliveries.NewStore(a.DB)}
 	if err := a.wire(ctx); err != nil {

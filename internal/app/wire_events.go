@@ -24,7 +24,7 @@ const EventsConcurrency = 64
 func (a *App) wireEvents(ctx context.Context) error {
 	allowPrivate := a.Cfg.AllowPrivateTargets
 	svc := &events.Service{
-		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate),
+		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.Now,
 		Log:      a.Log.With("component", "events"),
 		CheckURL: func(u string) error { return outbound.CheckURL(u, allowPrivate) },
 		Tenants: func(ctx context.Context) ([]string, error) {

@@ -23,7 +23,6 @@ func (a *App) wireIngest(ctx context.Context) error {
 		}
 		return s
 	}
-	now := func() time.Time { return time.Now().UTC() }
 	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
 	a.flushers = append(a.flushers, dispatch.Flush)
 	// Duplicates are counted on their delivery by the claim itself; the
@@ -36,8 +35,8 @@ func (a *App) wireIngest(ctx context.Context) error {
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
 	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
-		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: now}
-	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: now,
+		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: a.Now}
+	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	a.Web.Hooks = a.Ingest
 	a.Web.DeliveryOps = &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer}

@@ -15,7 +15,9 @@ import (
 // of the leads API, and schedules the hourly purge of expired keys.
 func (a *App) wireLeads(ctx context.Context) error {
 	a.Web.Leads = leads.NewService(a.DB, a.Web.Deliveries)
+	a.Web.Leads.Now = a.Now
 	store := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
+	store.SetClock(a.Now)
 	store.Log = a.Log.With("component", "idempotency")
 	a.Web.Idem = &idempotency.Middleware{
 		Store:  store,

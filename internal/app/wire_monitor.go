@@ -33,6 +33,7 @@ func (a *App) wireMonitor(ctx context.Context) error {
 	})
 
 	svc := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
+	svc.Now = a.Now
 	a.Web.Monitor = svc
 
 	a.Jobs.Handle(monitor.TypeEvaluate, svc.HandleEvaluate)

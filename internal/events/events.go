@@ -25,6 +25,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/secretbox"
@@ -147,12 +148,7 @@ func NewClient(allowPrivate bool) *outbound.Client {
 		ConnectTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, MaxBody: 64 << 10})
 }
 
-func (s *Service) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC().Truncate(time.Microsecond)
-	}
-	return s.Now().UTC().Truncate(time.Microsecond)
-}
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 func (s *Service) rand() float64 {
 	if s.Rand == nil {

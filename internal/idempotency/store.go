@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/tenants"
 )
@@ -73,11 +74,11 @@ func (s *Store) SetClock(now func() time.Time) {
 }
 
 func (s *Store) now() time.Time {
-	t := time.Now()
+	var now func() time.Time
 	if f := s.clock.Load(); f != nil {
-		t = (*f)()
+		now = *f
 	}
-	return t.UTC().Truncate(time.Microsecond)
+	return clock.Read(now)
 }
 
 // Response is a stored (or to be stored) outcome.

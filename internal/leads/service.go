@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/tenants"
@@ -130,7 +131,7 @@ func NewService(d *sqlx.DB, dl *deliveries.Store) *Service {
 	return &Service{DB: d, Now: time.Now, Deliveries: dl, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
 }
 
-func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 // Note is one note on a lead.
 type Note struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
@@ -41,7 +42,7 @@ func NewService(d *sqlx.DB, ts *tenants.Service, ss *sources.Service, rec *Recor
 		MinuteRetention: 35 * 24 * time.Hour, HourRetention: 400 * 24 * time.Hour}
 }
 
-func (s *Service) now() time.Time { return s.Now().UTC() }
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 // Bucket is one step of a source's statistics.
 type Bucket struct {

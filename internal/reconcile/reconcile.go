@@ -19,6 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/outbound"
@@ -124,12 +125,7 @@ func (s *Service) settleDelay() time.Duration {
 	return 5 * time.Minute
 }
 
-func (s *Service) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC().Truncate(time.Microsecond)
-	}
-	return s.Now().UTC().Truncate(time.Microsecond)
-}
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 func (s *Service) runTimeout() time.Duration {
 	if s.RunTimeout > 0 {

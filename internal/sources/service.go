@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/secretbox"
 )
@@ -53,7 +54,7 @@ func NewService(d *sqlx.DB, box *secretbox.Box, baseURL string) *Service {
 		Now: func() time.Time { return time.Now().UTC() }, CacheTTL: 2 * time.Second}
 }
 
-func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 func aad(tenantID, sourceID, purpose string) string { return tenantID + "/" + sourceID + "/" + purpose }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 )
 
@@ -29,7 +30,7 @@ func NewService(d *sqlx.DB) *Service {
 	return &Service{DB: d, PasswordCost: 11, Now: func() time.Time { return time.Now().UTC() }}
 }
 
-func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 // ProvisionInput is the operator's request for a new tenant.
 type ProvisionInput struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
@@ -57,7 +58,7 @@ type ackBody struct {
 	Items      []itemResult `json:"items,omitempty"`
 }
 
-func (in *Ingest) now() time.Time { return in.Now().UTC().Truncate(time.Microsecond) }
+func (in *Ingest) now() time.Time { return clock.Read(in.Now) }
 
 // ServeHTTP implements the endpoint.
 func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
@@ -62,7 +63,7 @@ type processRes struct {
 	err error
 }
 
-func (p *Processor) now() time.Time { return p.Now().UTC().Truncate(time.Microsecond) }
+func (p *Processor) now() time.Time { return clock.Read(p.Now) }
 
 // Result of applying one record.
 type Result struct {
