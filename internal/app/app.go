@@ -16,12 +16,12 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
+	"leadpipe/internal/atrest"
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
-	"leadpipe/internal/secretbox"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
@@ -37,7 +37,7 @@ type App struct {
 	// clock.Read); time.Now unless a test replaces it before wiring.
 	Now   func() time.Time
 	DB    *sqlx.DB
-	Box   *secretbox.Box
+	Box   *atrest.Box
 	Redis asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
 	RDB   redis.UniversalClient // made from Redis: follows a failover as Asynq does
 	Queue *asynq.Client
@@ -73,7 +73,7 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // migrations, connects Redis and builds every service.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
 	a := &App{Cfg: cfg, Log: log, Now: time.Now, Jobs: &jobs.Registry{}, Stats: monitor.Discard{}}
-	box, err := secretbox.New(cfg.SecretKey)
+	box, err := atrest.New(cfg.SecretKey)
 	if err != nil {
 		return nil, err
 	}

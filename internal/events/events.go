@@ -25,10 +25,10 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/atrest"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/outbound"
-	"leadpipe/internal/secretbox"
 )
 
 // Event types.
@@ -105,7 +105,7 @@ type Enqueuer interface {
 // Service owns endpoints, the relay, delivery and replay.
 type Service struct {
 	DB     *sqlx.DB
-	Box    *secretbox.Box
+	Box    *atrest.Box
 	Queue  Enqueuer
 	Client *outbound.Client // the SSRF-guarded client; see NewClient
 	Log    *slog.Logger

@@ -18,11 +18,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"leadpipe/internal/atrest"
 	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
-	"leadpipe/internal/secretbox"
 )
 
 // redisDB is this package's own Redis database number (see apptest).
@@ -73,7 +73,7 @@ func newEnv(t *testing.T, o envOpts) *env { return newEnvTB(t, o) }
 func newEnvTB(t testing.TB, o envOpts) *env {
 	t.Helper()
 	d, dsn := dbtest.New(t, "events")
-	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
+	box, err := atrest.New([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,12 +62,3 @@ type SenderRecord struct {
 	// OrderKey orders records of one lead (see OrderKey); "" means now.
 	OrderKey string
 }
-
-// Origin says which path touched a lead.
-type Origin string
-
-const (
-	OriginWebhook   Origin = "webhook"
-	OriginReconcile Origin = "reconcile"
-	OriginEnrich    Origin = "enrich"
-)

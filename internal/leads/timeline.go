@@ -69,10 +69,9 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 		out = append(out, t)
 	}
 	for _, d := range deliveries {
+		// Every stored delivery is a webhook's (reconcile and enrichment
+		// write lead events, not deliveries).
 		kind := EventDelivery
-		if d.Origin == string(OriginReconcile) {
-			kind = EventReconcile
-		}
 		m := map[string]string{"origin": d.Origin}
 		if d.Outcome != nil {
 			m["outcome"] = *d.Outcome

@@ -14,16 +14,16 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/atrest"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
-	"leadpipe/internal/secretbox"
 )
 
 // Service manages sources. The kind-specific hooks are injected so this
 // package does not depend on the webhook kinds or the outbound client.
 type Service struct {
 	DB      *sqlx.DB
-	Box     *secretbox.Box
+	Box     *atrest.Box
 	BaseURL string // LEADPIPE_BASE_URL
 	Now     func() time.Time
 
@@ -49,7 +49,7 @@ type cachedResolved struct {
 }
 
 // NewService returns a service.
-func NewService(d *sqlx.DB, box *secretbox.Box, baseURL string) *Service {
+func NewService(d *sqlx.DB, box *atrest.Box, baseURL string) *Service {
 	return &Service{DB: d, Box: box, BaseURL: strings.TrimRight(baseURL, "/"),
 		Now: func() time.Time { return time.Now().UTC() }, CacheTTL: 2 * time.Second}
 }

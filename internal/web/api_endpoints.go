@@ -13,9 +13,6 @@ import (
 // eventRoutes are the outbound webhook endpoints of the tenant API
 // (PRODUCT.md §9).
 func (s *Server) eventRoutes(r chi.Router) {
-	if s.Events == nil {
-		return
-	}
 	r.Get("/endpoints", s.listEndpoints)
 	r.Post("/endpoints", s.createEndpoint)
 	r.Get("/endpoints/{id}", s.getEndpoint)
@@ -91,22 +88,13 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// optionalBody decodes a JSON body that may be absent.
-func optionalBody(w http.ResponseWriter, r *http.Request, v any) error {
-	b, err := ReadBody(w, r)
-	if err != nil || len(b) == 0 {
-		return err
-	}
-	return UnmarshalBody(b, v)
-}
-
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
 	var in events.RotateInput
-	if err := optionalBody(w, r, &in); err != nil {
+	if err := DecodeOptionalJSON(w, r, &in); err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
@@ -218,7 +206,7 @@ func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in events.ReplayInput
-	if err := optionalBody(w, r, &in); err != nil {
+	if err := DecodeOptionalJSON(w, r, &in); err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}

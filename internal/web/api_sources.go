@@ -93,16 +93,9 @@ func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	var in sources.RotateInput
-	b, err := ReadBody(w, r)
-	if err != nil {
+	if err := DecodeOptionalJSON(w, r, &in); err != nil {
 		WriteError(w, r, s.Log, err)
 		return
-	}
-	if len(b) > 0 { // the body is optional
-		if err := UnmarshalBody(b, &in); err != nil {
-			WriteError(w, r, s.Log, err)
-			return
-		}
 	}
 	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
 		WriteError(w, r, s.Log, err)

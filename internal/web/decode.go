@@ -42,6 +42,16 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return UnmarshalBody(b, v)
 }
 
+// DecodeOptionalJSON is DecodeJSON for a body that may be absent (an empty
+// body leaves v as it is).
+func DecodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	b, err := ReadBody(w, r)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	return UnmarshalBody(b, v)
+}
+
 // UnmarshalBody decodes b into v with the API's error conventions.
 func UnmarshalBody(b []byte, v any) error {
 	if len(b) == 0 {

@@ -20,10 +20,6 @@ import (
 // endpointUIRoutes are the admin pages of outbound webhooks (inside the
 // admin group of uiRoutes).
 func (s *Server) endpointUIRoutes(r chi.Router) {
-	if s.Events == nil {
-		r.Get("/settings/endpoints", s.uiNotFound)
-		return
-	}
 	r.Get("/settings/endpoints", s.uiEndpoints)
 	r.Post("/settings/endpoints", s.uiCreateEndpoint)
 	r.Get("/settings/endpoints/{id}", s.uiEndpoint)

@@ -1,4 +1,4 @@
-package secretbox
+package atrest
 
 import (
 	"bytes"

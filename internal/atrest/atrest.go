@@ -1,7 +1,7 @@
-// Package secretbox encrypts secrets at rest with AES-256-GCM under a key
+// Package atrest encrypts secrets at rest with AES-256-GCM under a key
 // derived from LEADPIPE_SECRET_KEY, and derives other purpose keys (session
 // signing) from the same root so one key never serves two purposes.
-package secretbox
+package atrest
 
 import (
 	"crypto/aes"
@@ -24,9 +24,9 @@ const version byte = 1
 // New returns a Box for a 32-byte root key.
 func New(root []byte) (*Box, error) {
 	if len(root) != 32 {
-		return nil, fmt.Errorf("secretbox: key must be 32 bytes, got %d", len(root))
+		return nil, fmt.Errorf("atrest: key must be 32 bytes, got %d", len(root))
 	}
-	block, err := aes.NewCipher(Derive(root, "leadpipe/secretbox/v1"))
+	block, err := aes.NewCipher(Derive(root, "leadpipe/secretbox/v1")) // the label of the first name: existing ciphertexts
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (b *Box) Seal(plaintext []byte, aad string) []byte {
 
 // ErrOpen means the ciphertext is corrupt, was sealed under another key,
 // or belongs to another row.
-var ErrOpen = errors.New("secretbox: cannot decrypt (wrong LEADPIPE_SECRET_KEY or corrupt data)")
+var ErrOpen = errors.New("atrest: cannot decrypt (wrong LEADPIPE_SECRET_KEY or corrupt data)")
 
 // Open decrypts what Seal produced with the same aad.
 func (b *Box) Open(ciphertext []byte, aad string) ([]byte, error) {
