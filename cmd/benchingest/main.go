@@ -40,6 +40,7 @@ import (
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks"
@@ -231,7 +232,7 @@ func run() error {
 		}
 		return func() error {
 			i := int(seq.Add(1)-1) % len(mix) // the webhook phase's mix of new and repeated ids
-			return exec(tenant, "S0000000000000000000000000", db.NewID(),
+			return exec(tenant, "S0000000000000000000000000", ids.New(),
 				fmt.Sprintf("msg_%d", mix[i]), "webhook", reqs[i].body, time.Now().UTC())
 		}, nil
 	}
@@ -674,7 +675,7 @@ func runDrain(ctx context.Context, a *app.App, tenantID, sourceID string, raw *s
 			VALUES (?, ?, ?, ?, ?, ?, ?, '', 'Bench', ?, ?, 1, 'new', '[]', 1, ?, ?)
 			ON DUPLICATE KEY UPDATE payload = VALUES(payload), email = VALUES(email), name = VALUES(name),
 				company = VALUES(company), last_seen_at = VALUES(last_seen_at), times_seen = times_seen + 1, updated_at = VALUES(updated_at)`,
-			"T0000000000000000000000009", db.NewID(), sourceID, fmt.Sprintf("lead_%d_%d", i, seq.Load()/int64(n)), bodies[i],
+			"T0000000000000000000000009", ids.New(), sourceID, fmt.Sprintf("lead_%d_%d", i, seq.Load()/int64(n)), bodies[i],
 			fmt.Sprintf("d%d@example.com", i), fmt.Sprintf("Drain Lead %d", i), now, now, now, now)
 		return err
 	}
@@ -687,7 +688,7 @@ func runDrain(ctx context.Context, a *app.App, tenantID, sourceID string, raw *s
 			strings.Repeat(", (?, ?, ?, ?, 'webhook', ?, ?)", m-1)
 		args := make([]any, 0, m*6)
 		for j := i; j < i+m; j++ {
-			args = append(args, tenantID, sourceID, db.NewID(), fmt.Sprintf("dr_%d", j), bodies[j], now)
+			args = append(args, tenantID, sourceID, ids.New(), fmt.Sprintf("dr_%d", j), bodies[j], now)
 		}
 		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 )
 
 // fanoutReceiver counts deliveries per event id and records when each
@@ -77,16 +78,16 @@ func fanout(b *testing.B, e *env, tenant string, n int, slowFirst bool) fanoutRe
 	start := time.Now()
 	for done := 0; done < n; {
 		k := min(100, n-done)
-		var ids []string
+		var leadIDs []string
 		err := db.InTx(ctx, e.DB, func(tx *sqlx.Tx) error {
-			ids = ids[:0]
+			leadIDs = leadIDs[:0]
 			for i := 0; i < k; i++ {
-				id := db.NewID()
+				id := ids.New()
 				if err := e.S.Outbox().Emit(ctx, tx, tenant, events.Event{Type: events.LeadCreated, ResourceID: id,
 					Data: map[string]any{"id": id, "name": "Lead " + strconv.Itoa(done+i), "email": "lead@example.com"}}); err != nil {
 					return err
 				}
-				ids = append(ids, id)
+				leadIDs = append(leadIDs, id)
 			}
 			return nil
 		})
@@ -95,7 +96,7 @@ func fanout(b *testing.B, e *env, tenant string, n int, slowFirst bool) fanoutRe
 		}
 		at := time.Now()
 		var evIDs []string
-		q, args := inList(ids)
+		q, args := inList(leadIDs)
 		if err := e.DB.Select(&evIDs, `SELECT id FROM events WHERE tenant_id = ? AND resource_id IN (`+q+`)`, append([]any{tenant}, args...)...); err != nil {
 			b.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/outbound"
 )
 
@@ -47,7 +48,7 @@ func Sign(keys [][]byte, id string, ts time.Time, body []byte) string {
 // HandleDeliver runs one attempt (the Asynq handler of TypeDeliver).
 func (s *Service) HandleDeliver(ctx context.Context, t *asynq.Task) error {
 	var p deliverPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || !db.ValidID(p.TenantID) || !db.ValidID(p.DeliveryID) || p.Attempt < 1 {
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || !ids.Valid(p.TenantID) || !ids.Valid(p.DeliveryID) || p.Attempt < 1 {
 		return fmt.Errorf("events: bad deliver payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	return s.Deliver(ctx, p.TenantID, p.DeliveryID, p.Attempt)
@@ -81,7 +82,7 @@ WHERE tenant_id = ? AND id = ? AND attempts = ? AND state IN ('queued', 'pending
 	if err != nil {
 		return err
 	}
-	a := Attempt{TenantID: tenantID, ID: db.NewID(), DeliveryID: d.ID, EventID: ev.ID, EndpointID: ep.ID, Attempt: n, AttemptedAt: now}
+	a := Attempt{TenantID: tenantID, ID: ids.New(), DeliveryID: d.ID, EventID: ev.ID, EndpointID: ep.ID, Attempt: n, AttemptedAt: now}
 	var retryAfter time.Duration
 	if !ep.Enabled {
 		a.Outcome, a.Error = OutcomeFailed, strp("endpoint disabled")

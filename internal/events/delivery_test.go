@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 )
 
 type lead struct {
@@ -28,14 +28,14 @@ func TestSubscribedTypesOnlyVerifiedInSequenceNoOtherTenant(t *testing.T) {
 	if !strings.HasPrefix(epA.Secret, "whsec_") {
 		t.Fatalf("secret %q", epA.Secret)
 	}
-	leadA := db.NewID()
+	leadA := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, leadA, lead{ID: leadA, Status: "new"})
 	for i := 1; i <= 5; i++ {
 		e.emit(e.Tenants[0], events.LeadUpdated, leadA, lead{ID: leadA, N: i}) // not subscribed by A
 		e.emit(e.Tenants[0], events.LeadStatusChanged, leadA, lead{ID: leadA, Status: "contacted", N: i})
 	}
-	e.emit(e.Tenants[0], events.AlertFired, db.NewID(), map[string]string{"rule": "dead_letters"})
-	leadB := db.NewID()
+	e.emit(e.Tenants[0], events.AlertFired, ids.New(), map[string]string{"rule": "dead_letters"})
+	leadB := ids.New()
 	e.emit(e.Tenants[1], events.LeadCreated, leadB, lead{ID: leadB})
 	e.settle()
 
@@ -94,7 +94,7 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 	}
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
-	id := db.NewID()
+	id := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	e.settle()
 	if r.count() != 1 {
@@ -147,7 +147,7 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	start := e.Clock.Now()
-	id := db.NewID()
+	id := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	e.settle()
 	// Jump the clock from one due retry to the next, up to 3 days.
@@ -209,9 +209,9 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	start := e.Clock.Now()
-	ids := map[string]bool{}
+	idList := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		id := db.NewID()
+		id := ids.New()
 		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	}
 	e.settle()
@@ -230,15 +230,15 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	}
 	e.mu.Unlock()
 	for _, g := range r.requests() {
-		ids[g.ID] = true
+		idList[g.ID] = true
 	}
-	if len(ids) != 3 {
-		t.Fatalf("distinct events attempted: %d", len(ids))
+	if len(idList) != 3 {
+		t.Fatalf("distinct events attempted: %d", len(idList))
 	}
 	// Two more while disabled: not sent.
 	before := r.count()
 	for i := 0; i < 2; i++ {
-		id := db.NewID()
+		id := ids.New()
 		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	}
 	e.settle()
@@ -287,7 +287,7 @@ func TestGoneDisablesAtOnce(t *testing.T) {
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	for i := 0; i < 3; i++ {
-		id := db.NewID()
+		id := ids.New()
 		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	}
 	e.settle()
@@ -320,7 +320,7 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 	}
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
-	id := db.NewID()
+	id := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	e.settle()
 	e.Clock.Advance(1900 * time.Millisecond)
@@ -351,7 +351,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		t.Fatalf("rotate: %+v %v", rot, err)
 	}
 	r.setSecrets(ep.Secret, rot.Secret) // the receiver checks each secret separately
-	id := db.NewID()
+	id := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	e.settle()
 	got := r.requests()
@@ -360,7 +360,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	}
 	e.Clock.Advance(time.Hour + time.Second)
 	r.setSecrets(rot.Secret)
-	id2 := db.NewID()
+	id2 := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id2, lead{ID: id2})
 	e.settle()
 	got = r.requests()
@@ -374,7 +374,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.setSecrets(rot2.Secret)
-	id3 := db.NewID()
+	id3 := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id3, lead{ID: id3})
 	e.settle()
 	if got = r.requests(); len(got) != 3 || strings.Count(got[2].Sig, "v1,") != 1 || !got[2].Verified {

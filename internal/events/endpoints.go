@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Endpoint is a tenant's subscription, as the API shows it.
@@ -161,13 +162,13 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 		return Endpoint{}, apperr.InvalidFields(f)
 	}
 	now := s.now()
-	ep := Endpoint{TenantID: tenantID, ID: db.NewID(), URL: strings.TrimSpace(in.URL), Description: in.Description,
+	ep := Endpoint{TenantID: tenantID, ID: ids.New(), URL: strings.TrimSpace(in.URL), Description: in.Description,
 		Events: evs, Enabled: in.Enabled == nil || *in.Enabled, CreatedAt: now, UpdatedAt: now}
 	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if err := insertEndpoint(ctx, tx, ep); err != nil {
 			return err
 		}
-		return insertSecret(ctx, tx, tenantID, ep.ID, db.NewID(), s.Box.Seal([]byte(secret), aad(tenantID, ep.ID)), now, nil)
+		return insertSecret(ctx, tx, tenantID, ep.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, ep.ID)), now, nil)
 	})
 	if err != nil {
 		return Endpoint{}, db.MapErr(err, "endpoint not found", "endpoint already exists")
@@ -187,7 +188,7 @@ func (s *Service) List(ctx context.Context, tenantID string) ([]Endpoint, error)
 
 // Get returns one endpoint; another tenant's is not found.
 func (s *Service) Get(ctx context.Context, tenantID, id string) (Endpoint, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Endpoint{}, apperr.New(apperr.NotFound, "endpoint not found")
 	}
 	ep, err := getEndpoint(ctx, s.DB, tenantID, id, false)
@@ -198,7 +199,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id string) (Endpoint, error
 // the failure record and resolves the endpoint_disabled alert; what the
 // endpoint missed is recovered with Recover.
 func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput) (Endpoint, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Endpoint{}, apperr.New(apperr.NotFound, "endpoint not found")
 	}
 	f := map[string]string{}
@@ -269,7 +270,7 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 
 // Delete removes an endpoint with its secrets, deliveries and attempts.
 func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return apperr.New(apperr.NotFound, "endpoint not found")
 	}
 	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -285,7 +286,7 @@ func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 // delivery then carries one signature per secret) for grace_seconds
 // (default 86400; 0 revokes them at once).
 func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInput) (Endpoint, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Endpoint{}, apperr.New(apperr.NotFound, "endpoint not found")
 	}
 	f := map[string]string{}
@@ -316,7 +317,7 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 		if err := expireSecrets(ctx, tx, tenantID, id, until, now); err != nil {
 			return err
 		}
-		if err := insertSecret(ctx, tx, tenantID, id, db.NewID(), s.Box.Seal([]byte(secret), aad(tenantID, id)), now, nil); err != nil {
+		if err := insertSecret(ctx, tx, tenantID, id, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, id)), now, nil); err != nil {
 			return err
 		}
 		ep.Secret = secret

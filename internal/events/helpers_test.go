@@ -22,6 +22,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 )
 
@@ -86,7 +87,7 @@ func newEnvTB(t testing.TB, o envOpts) *env {
 	q := asynq.NewClient(ropt)
 	t.Cleanup(func() { q.Close() })
 	e := &env{t: t, DB: d, DSN: dsn, Clock: &clock{t: time.Now().UTC().Truncate(time.Microsecond)}, Queue: q,
-		Tenants: []string{db.NewID(), db.NewID()}}
+		Tenants: []string{ids.New(), ids.New()}}
 	allow := o.allowPrivate
 	e.S = &events.Service{DB: d, Box: box, Queue: q, Client: events.NewClient(allow),
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Outbox writes events in the caller's transaction. The zero value works
@@ -30,7 +31,7 @@ func (o *Outbox) Emit(ctx context.Context, tx db.Ext, tenantID string, ev Event)
 	if !KnownType(ev.Type) {
 		return fmt.Errorf("events: unknown event type %q", ev.Type)
 	}
-	if !db.ValidID(ev.ResourceID) {
+	if !ids.Valid(ev.ResourceID) {
 		return fmt.Errorf("events: resource id %q is not an id", ev.ResourceID)
 	}
 	data, ok := ev.Data.(json.RawMessage)
@@ -56,7 +57,7 @@ ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)`, tenantID, ev.ResourceID)
 	if err != nil {
 		return fmt.Errorf("events: sequence: %w", err)
 	}
-	env := Envelope{ID: db.NewID(), Type: ev.Type, CreatedAt: now, Sequence: seq, Data: data}
+	env := Envelope{ID: ids.New(), Type: ev.Type, CreatedAt: now, Sequence: seq, Data: data}
 	body, err := json.Marshal(env)
 	if err != nil {
 		return fmt.Errorf("events: encoding the envelope: %w", err)

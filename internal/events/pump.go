@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // deliverPayload is the task payload of one attempt.
@@ -72,17 +73,17 @@ WHERE tenant_id = ? AND endpoint_id = ? AND state IN ('queued', 'sending')`, ten
 	// before rows, the opposite order of an attempt's update by id, and
 	// the two deadlock under load. The endpoint row lock keeps other
 	// claims of this endpoint out meanwhile; state is checked again.
-	var ids []string
-	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM event_deliveries
+	var due []string
+	if err := tx.SelectContext(ctx, &due, `SELECT id FROM event_deliveries
 WHERE tenant_id = ? AND endpoint_id = ? AND state = 'pending' AND next_attempt_at <= ?
 ORDER BY next_attempt_at LIMIT ?`, tenantID, endpointID, now, free); err != nil {
 		return "", err
 	}
-	if len(ids) == 0 {
+	if len(due) == 0 {
 		return "", nil
 	}
-	token := db.NewID()
-	q, args := inIDs(ids)
+	token := ids.New()
+	q, args := inIDs(due)
 	res, err := tx.ExecContext(ctx, `UPDATE event_deliveries SET state = 'queued', queued_by = ?, queued_at = ?, updated_at = ?
 WHERE tenant_id = ? AND id IN (`+q+`) AND state = 'pending'`, append([]any{token, now, now, tenantID}, args...)...)
 	if err != nil {

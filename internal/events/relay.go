@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // RelayBatch is how many outbox rows one claim takes.
@@ -29,7 +30,7 @@ func (s *Service) RelayTenant(ctx context.Context, tenantID string, n int) (int,
 		n = RelayBatch
 	}
 	now := s.now()
-	token := db.NewID()
+	token := ids.New()
 	claimed, err := execRC(ctx, s.DB, `UPDATE events SET claimed_by = ?, claimed_at = ?
 WHERE tenant_id = ? AND pending = 1 AND (claimed_at IS NULL OR claimed_at < ?) LIMIT ?`,
 		token, now, tenantID, now.Add(-relayStale), n)
@@ -53,7 +54,7 @@ FROM events WHERE tenant_id = ? AND pending = 1 AND claimed_by = ?`, tenantID, t
 	for _, ev := range evs {
 		for _, ep := range eps {
 			if ep.Enabled && ep.Subscribes(ev.Type) {
-				rows = append(rows, DeliveryRow{ID: db.NewID(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now})
+				rows = append(rows, DeliveryRow{ID: ids.New(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now})
 				touched[ep.ID] = true
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 )
 
 // Many relays racing over the same outbox, and many copies of the same
@@ -29,7 +30,7 @@ func TestConcurrentRelaysAndDuplicateTasksSendOnce(t *testing.T) {
 	r.setSecrets(ep.Secret)
 	const n = 200
 	for i := 0; i < n; i++ {
-		id := db.NewID()
+		id := ids.New()
 		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	}
 	var wg sync.WaitGroup
@@ -100,7 +101,7 @@ func TestRedisDownAtRelay(t *testing.T) {
 	good := e.S.Queue
 	e.S.Queue = deadQueue{}
 	for i := 0; i < 5; i++ {
-		id := db.NewID()
+		id := ids.New()
 		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	}
 	e.relay()
@@ -167,11 +168,11 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	tenant := os.Getenv("EVENTS_CRASH_TENANT")
-	id := db.NewID()
+	id := ids.New()
 	o := &events.Outbox{}
 	err = db.InTx(context.Background(), d, func(tx *sqlx.Tx) error {
 		// The business change and its event, one transaction.
-		if _, err := tx.Exec(`INSERT INTO event_sequences (tenant_id, resource_id, seq) VALUES (?, ?, 0)`, tenant, db.NewID()); err != nil {
+		if _, err := tx.Exec(`INSERT INTO event_sequences (tenant_id, resource_id, seq) VALUES (?, ?, 0)`, tenant, ids.New()); err != nil {
 			return err
 		}
 		return o.Emit(context.Background(), tx, tenant, events.Event{Type: events.LeadCreated, ResourceID: id, Data: lead{ID: id}})
@@ -206,14 +207,14 @@ func TestDeliveryTimeSSRFGuard(t *testing.T) {
 		"https://[fe80::1]/hook":                   "link-local",
 		"http://example.com/hook":                  "http:// targets are not allowed",
 	}
-	ids := map[string]string{}
+	idList := map[string]string{}
 	for u := range cases {
-		ids[e.endpoint(e.Tenants[0], u, events.LeadCreated).ID] = u
+		idList[e.endpoint(e.Tenants[0], u, events.LeadCreated).ID] = u
 	}
-	id := db.NewID()
+	id := ids.New()
 	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
 	e.settle()
-	for epID, u := range ids {
+	for epID, u := range idList {
 		atts, _, err := e.S.Attempts(context.Background(), e.Tenants[0], epID, "", 10)
 		if err != nil || len(atts) != 1 {
 			t.Fatalf("%s: attempts %+v %v", u, atts, err)

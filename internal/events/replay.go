@@ -8,6 +8,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // ReplayInput is POST /api/v1/events/{id}/replay; without endpoint_id the
@@ -21,7 +22,7 @@ type ReplayInput struct {
 // webhook-id are the original ones, so a receiver that already has the
 // event can tell.
 func (s *Service) Replay(ctx context.Context, tenantID, eventID string, in ReplayInput) (int, error) {
-	if !db.ValidID(eventID) {
+	if !ids.Valid(eventID) {
 		return 0, apperr.New(apperr.NotFound, "event not found")
 	}
 	ev, err := getEvent(ctx, s.DB, tenantID, eventID)
@@ -59,7 +60,7 @@ func (s *Service) Replay(ctx context.Context, tenantID, eventID string, in Repla
 	n := 0
 	for _, ep := range targets {
 		err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-			if _, err := insertDeliveries(ctx, tx, tenantID, []DeliveryRow{{ID: db.NewID(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now}}); err != nil {
+			if _, err := insertDeliveries(ctx, tx, tenantID, []DeliveryRow{{ID: ids.New(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now}}); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE event_deliveries SET state = 'pending', next_attempt_at = ?, schedule_base = attempts, updated_at = ?
@@ -123,7 +124,7 @@ ORDER BY e.id LIMIT 500`, qargs...); err != nil {
 		}
 		rows := make([]DeliveryRow, len(missing))
 		for i, ev := range missing {
-			rows[i] = DeliveryRow{ID: db.NewID(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now}
+			rows[i] = DeliveryRow{ID: ids.New(), EventID: ev.ID, EndpointID: ep.ID, NextAttemptAt: now, CreatedAt: now}
 		}
 		var k int64
 		err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -168,7 +169,7 @@ func (s *Service) EventAttempts(ctx context.Context, tenantID, eventID, cursor s
 
 func pageArgs(cursor string, limit int) (int, error) {
 	f := map[string]string{}
-	if cursor != "" && !db.ValidID(cursor) {
+	if cursor != "" && !ids.Valid(cursor) {
 		f["cursor"] = "is not a cursor this API returned"
 	}
 	if limit == 0 {
@@ -234,7 +235,7 @@ func view(e EventRow) EventView {
 
 // Event returns one event with its deliveries.
 func (s *Service) Event(ctx context.Context, tenantID, id string) (EventView, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return EventView{}, apperr.New(apperr.NotFound, "event not found")
 	}
 	e, err := getEvent(ctx, s.DB, tenantID, id)

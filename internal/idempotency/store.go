@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
 )
 
@@ -158,7 +159,7 @@ func (s *Store) beginOnce(ctx context.Context, tenantID, key string, fp [32]byte
 		FROM idempotency_keys WHERE tenant_id = ? AND idem_key = ?`, tenantID, key)
 	now := s.now()
 	if errors.Is(err, sql.ErrNoRows) {
-		c := Claim{TenantID: tenantID, Key: key, Token: db.NewID()}
+		c := Claim{TenantID: tenantID, Key: key, Token: ids.New()}
 		res, err := s.DB.ExecContext(ctx, `INSERT IGNORE INTO idempotency_keys
 			(tenant_id, idem_key, fingerprint, state, lock_token, locked_until, created_at, expires_at)
 			VALUES (?, ?, ?, 'in_progress', ?, ?, ?, ?)`,
@@ -205,7 +206,7 @@ func (s *Store) beginOnce(ctx context.Context, tenantID, key string, fp [32]byte
 // takeOver claims a key whose row is expired or whose claim is stale. The
 // WHERE names the row exactly as read, so of several retries one wins.
 func (s *Store) takeOver(ctx context.Context, tenantID, key string, fp [32]byte, rec record, now time.Time) (Result, bool, error) {
-	c := Claim{TenantID: tenantID, Key: key, Token: db.NewID()}
+	c := Claim{TenantID: tenantID, Key: key, Token: ids.New()}
 	res, err := s.DB.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, state = 'in_progress', lock_token = ?,
 			locked_until = ?, status = NULL, headers = NULL, body = NULL, created_at = ?, expires_at = ?
 		WHERE tenant_id = ? AND idem_key = ? AND lock_token = ? AND state = ?`,

@@ -9,8 +9,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
 )
 
@@ -163,7 +163,7 @@ func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor 
 	}
 	valid := make([]string, 0, len(in.IDs))
 	for _, id := range in.IDs {
-		if db.ValidID(id) {
+		if ids.Valid(id) {
 			valid = append(valid, id)
 		}
 	}

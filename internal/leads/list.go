@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Page sizes of GET /api/v1/leads.
@@ -55,7 +55,7 @@ func CursorFor(id string) string { return encodeCursor(id) }
 
 func decodeCursor(c string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !db.ValidID(string(b)) {
+	if err != nil || !ids.Valid(string(b)) {
 		return "", false
 	}
 	return string(b), true
@@ -72,10 +72,10 @@ func (f *Filter) normalize() (before string, err error) {
 			bad["status"] = "must be one of " + strings.Join(Statuses, ", ")
 		}
 	}
-	if f.SourceID != "" && f.SourceID != SourceManual && !db.ValidID(f.SourceID) {
+	if f.SourceID != "" && f.SourceID != SourceManual && !ids.Valid(f.SourceID) {
 		bad["source"] = "must be a source id or \"manual\""
 	}
-	if f.OwnerID != "" && f.OwnerID != OwnerNone && !db.ValidID(f.OwnerID) {
+	if f.OwnerID != "" && f.OwnerID != OwnerNone && !ids.Valid(f.OwnerID) {
 		bad["owner"] = "must be a user id or \"none\""
 	}
 	f.Q = strings.TrimSpace(f.Q)

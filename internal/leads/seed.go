@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
+	"leadpipe/internal/ids"
 
-	"leadpipe/internal/db"
+	"github.com/jmoiron/sqlx"
 )
 
 // SeedOptions tune Seed.
@@ -79,7 +79,7 @@ func seedBatch(ctx context.Context, d *sqlx.DB, tenantID, sourceID string, rng *
 	args := make([]any, 0, k*seedCols)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := 0; i < k; i++ {
-		id := db.NewID()
+		id := ids.New()
 		first := seedFirst[rng.IntN(len(seedFirst))]
 		last := seedLast[rng.IntN(len(seedLast))]
 		company := seedCompany[rng.IntN(len(seedCompany))] + " " + seedSuffix[rng.IntN(len(seedSuffix))]

@@ -14,6 +14,7 @@ import (
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks/deliveries"
 )
@@ -146,7 +147,7 @@ type Note struct {
 // Get returns one lead of the tenant (404 for an unknown id or another
 // tenant's lead).
 func (s *Service) Get(ctx context.Context, tenantID, id string) (Lead, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	return Get(ctx, s.DB, tenantID, id)
@@ -171,7 +172,7 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	if err != nil {
 		return Lead{}, err
 	}
-	l := Lead{TenantID: tenantID, ID: db.NewID(), Payload: payload, Email: in.Email, Name: in.Name, Phone: in.Phone,
+	l := Lead{TenantID: tenantID, ID: ids.New(), Payload: payload, Email: in.Email, Name: in.Name, Phone: in.Phone,
 		Company: in.Company, LastSeenAt: now, TimesSeen: 1, Status: "new", Tags: tags, Version: 1, CreatedAt: now, UpdatedAt: now}
 	l.SourceRef = l.ID
 	if err := insertManual(ctx, tx, l); err != nil {
@@ -196,7 +197,7 @@ var errRaced = errors.New("leads: raced")
 // gets 412. Sender refreshes never change version, so they never cause a
 // 412. An owner must be an active user of the tenant.
 func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.Principal, ifMatch int, in PatchInput) (Lead, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	var out Lead
@@ -353,7 +354,7 @@ func diffTags(old, cur Tags) (added, removed []string) {
 
 func (s *Service) activeUserName(ctx context.Context, x db.Ext, tenantID, userID string) (string, error) {
 	bad := apperr.InvalidFields(map[string]string{"owner_id": "is not an active user of this tenant"})
-	if !db.ValidID(userID) {
+	if !ids.Valid(userID) {
 		return "", bad
 	}
 	name, disabled, err := activeUser(ctx, x, tenantID, userID)
@@ -374,7 +375,7 @@ func (s *Service) activeUserName(ctx context.Context, x db.Ext, tenantID, userID
 // anyone's work and do not bump version: a colleague's note never turns
 // your status change into a 412.
 func (s *Service) AddNote(ctx context.Context, tenantID, leadID string, actor tenants.Principal, body string, once idempotency.Once[Note]) (Note, error) {
-	if !db.ValidID(leadID) {
+	if !ids.Valid(leadID) {
 		return Note{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Note, error) {
@@ -387,7 +388,7 @@ func (s *Service) addNote(ctx context.Context, tx *sqlx.Tx, tenantID, leadID str
 		return Note{}, err
 	}
 	now := s.now()
-	n := Note{ID: db.NewID(), LeadID: leadID, AuthorName: Clip(actor.Name, 255), Body: body, CreatedAt: now}
+	n := Note{ID: ids.New(), LeadID: leadID, AuthorName: Clip(actor.Name, 255), Body: body, CreatedAt: now}
 	if actor.UserID != "" {
 		uid := actor.UserID
 		n.AuthorID = &uid

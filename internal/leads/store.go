@@ -15,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // This file holds every SQL statement on the leads area's tables: leads,
@@ -159,7 +160,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	for i := range recs {
 		order[i] = i
 		if recs[i].OrderKey == "" {
-			recs[i].OrderKey = OrderKey(now, db.NewID())
+			recs[i].OrderKey = OrderKey(now, ids.New())
 		}
 		recs[i].SourceRef = Clip(recs[i].SourceRef, 191)
 	}
@@ -215,7 +216,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		st := state[k]
 		switch {
 		case st == nil:
-			st = &senderState{ID: db.NewID(), SourceRef: r.SourceRef}
+			st = &senderState{ID: ids.New(), SourceRef: r.SourceRef}
 			st.apply(r, payload)
 			state[k] = st
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
@@ -768,7 +769,7 @@ func AddEvent(ctx context.Context, x db.Ext, tenantID, leadID, kind, actorID, ac
 		actor = actorID
 	}
 	_, err := x.ExecContext(ctx, `INSERT INTO lead_events (tenant_id, lead_id, id, kind, actor_id, actor_name, detail, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenantID, leadID, db.NewID(), kind, actor, Clip(actorName, 255), d, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenantID, leadID, ids.New(), kind, actor, Clip(actorName, 255), d, at)
 	return err
 }
 

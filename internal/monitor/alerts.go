@@ -9,6 +9,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Alert states, and the filter for both.
@@ -73,7 +74,7 @@ func (s *Service) Alerts(ctx context.Context, tenantID, state, cursor string, li
 	if state != StateOpen && state != StateResolved && state != StateAll {
 		f["state"] = "must be open, resolved or all"
 	}
-	if cursor != "" && !db.ValidID(cursor) {
+	if cursor != "" && !ids.Valid(cursor) {
 		f["cursor"] = "is not a cursor this API returned"
 	}
 	if limit <= 0 {
@@ -101,7 +102,7 @@ func (s *Service) Alerts(ctx context.Context, tenantID, state, cursor string, li
 
 // Alert returns one alert.
 func (s *Service) Alert(ctx context.Context, tenantID, id string) (Alert, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Alert{}, apperr.New(apperr.NotFound, "alert not found")
 	}
 	return getAlert(ctx, s.DB, tenantID, id, false)
@@ -109,7 +110,7 @@ func (s *Service) Alert(ctx context.Context, tenantID, id string) (Alert, error)
 
 // AlertEvents returns an alert's history (fired, acknowledged, resolved).
 func (s *Service) AlertEvents(ctx context.Context, tenantID, alertID string) ([]AlertEvent, error) {
-	if !db.ValidID(alertID) {
+	if !ids.Valid(alertID) {
 		return nil, apperr.New(apperr.NotFound, "alert not found")
 	}
 	ev, err := listEvents(ctx, s.DB, tenantID, alertID)
@@ -135,7 +136,7 @@ func (s *Service) OpenAlertCounts(ctx context.Context, tenantID string) (open, u
 // first acknowledgement is kept); another tenant's alert is not found.
 // by names who acknowledged (a user id or "token:<id>").
 func (s *Service) Ack(ctx context.Context, tenantID, alertID, by string) (Alert, error) {
-	if !db.ValidID(alertID) {
+	if !ids.Valid(alertID) {
 		return Alert{}, apperr.New(apperr.NotFound, "alert not found")
 	}
 	at := s.now().Truncate(time.Microsecond)
@@ -184,7 +185,7 @@ func (s *Service) OpenEndpointAlert(ctx context.Context, tx db.Ext, tenantID, en
 		return nil
 	}
 	now := s.now().Truncate(time.Microsecond)
-	a := Alert{TenantID: tenantID, ID: db.NewID(), SourceID: endpointID, Rule: RuleEndpointDisabled, State: StateOpen, FiredAt: now, Detail: b}
+	a := Alert{TenantID: tenantID, ID: ids.New(), SourceID: endpointID, Rule: RuleEndpointDisabled, State: StateOpen, FiredAt: now, Detail: b}
 	if err := insertAlert(ctx, tx, a); err != nil {
 		return err
 	}

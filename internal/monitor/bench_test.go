@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/webhooks/kinds"
@@ -27,10 +27,10 @@ import (
 func BenchmarkRecorderAdd(b *testing.B) {
 	d, _ := dbtest.New(b, "monitor_badd")
 	rec := monitor.NewRecorder(d, nil)
-	tenant := db.NewID()
+	tenant := ids.New()
 	srcs := make([]string, 200)
 	for i := range srcs {
-		srcs[i] = db.NewID()
+		srcs[i] = ids.New()
 	}
 	now := time.Now()
 	var noop float64
@@ -74,14 +74,14 @@ func BenchmarkStats30d(b *testing.B) {
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
 	svc := monitor.NewService(d, nil, nil, rec, nil)
-	tenant := db.NewID()
+	tenant := ids.New()
 	end := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	from := end.Add(-30 * 24 * time.Hour)
 	var target string
 	seedStart := time.Now()
 	var total monitortest.Totals
 	for i := range 2 {
-		src := db.NewID()
+		src := ids.New()
 		if i == 0 {
 			target = src
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // windowSums returns, per source, the counters of its rules' window (the
@@ -151,7 +152,7 @@ func (s *Service) fire(ctx context.Context, tenantID, sourceID, rule string, now
 	if err != nil {
 		return err
 	}
-	a := Alert{TenantID: tenantID, ID: db.NewID(), SourceID: sourceID, Rule: rule, State: StateOpen, FiredAt: now, Detail: b}
+	a := Alert{TenantID: tenantID, ID: ids.New(), SourceID: sourceID, Rule: rule, State: StateOpen, FiredAt: now, Detail: b}
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if err := insertAlert(ctx, tx, a); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Counter indexes into a counts array, in column order.
@@ -143,7 +144,7 @@ func NewRecorder(d *sqlx.DB, log *slog.Logger) *Recorder {
 // MySQL refuses.
 func (r *Recorder) Add(tenantID, sourceID, counter string, n int64, at time.Time) {
 	i := counterIndex(counter)
-	if i < 0 || n <= 0 || !db.ValidID(tenantID) || !db.ValidID(sourceID) {
+	if i < 0 || n <= 0 || !ids.Valid(tenantID) || !ids.Valid(sourceID) {
 		return
 	}
 	if at.IsZero() {

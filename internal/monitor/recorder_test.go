@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/monitor"
 )
 
@@ -30,7 +30,7 @@ func TestRecorderConcurrentAddsAreExact(t *testing.T) {
 	d, _ := dbtest.New(t, "monitor_rec")
 	recs := []*monitor.Recorder{monitor.NewRecorder(d, nil), monitor.NewRecorder(d, nil)}
 	svc := monitor.NewService(d, nil, nil, recs[0], nil)
-	tenant, src := db.NewID(), db.NewID()
+	tenant, src := ids.New(), ids.New()
 	const workers, perWorker = 16, 5000
 
 	ctx := context.Background()
@@ -104,7 +104,7 @@ func TestRecorderFlushFailureRetries(t *testing.T) {
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
 	svc := monitor.NewService(d, nil, nil, rec, nil)
-	tenant, src := db.NewID(), db.NewID()
+	tenant, src := ids.New(), ids.New()
 
 	rec.Add(tenant, src, monitor.Deliveries, 10, t0)
 	// Break the last table written, so the minute and hour upserts have
@@ -142,7 +142,7 @@ func TestRecorderCapsPendingMemory(t *testing.T) {
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
 	rec.MaxPendingKeys = 10
-	tenant, src := db.NewID(), db.NewID()
+	tenant, src := ids.New(), ids.New()
 	for i := range 25 {
 		rec.Add(tenant, src, monitor.Deliveries, 1, t0.Add(time.Duration(i)*time.Minute))
 	}
@@ -193,14 +193,14 @@ func TestStatsBucketsAlignedWithZeros(t *testing.T) {
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
 	svc := monitor.NewService(d, nil, nil, rec, nil)
-	tenant, src, other := db.NewID(), db.NewID(), db.NewID()
+	tenant, src, other := ids.New(), ids.New(), ids.New()
 	rec.Add(tenant, src, monitor.Deliveries, 40, t0.Add(7*time.Minute))
 	rec.Add(tenant, src, monitor.Duplicates, 10, t0.Add(7*time.Minute))
 	rec.Add(tenant, src, monitor.DeadLetters, 2, t0.Add(8*time.Minute))
 	rec.Add(tenant, src, monitor.ReconcileNew, 3, t0.Add(9*time.Minute))
 	rec.Add(tenant, src, monitor.ReconcileKnown, 4, t0.Add(9*time.Minute))
 	rec.Add(tenant, other, monitor.Deliveries, 99, t0.Add(7*time.Minute)) // another source
-	rec.Add(db.NewID(), src, monitor.Deliveries, 99, t0.Add(7*time.Minute))
+	rec.Add(ids.New(), src, monitor.Deliveries, 99, t0.Add(7*time.Minute))
 	if err := rec.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

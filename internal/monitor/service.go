@@ -10,6 +10,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 )
@@ -269,7 +270,7 @@ func (s *Service) Overview(ctx context.Context, tenantID string, now time.Time) 
 
 // Rules returns a source's alert rules (the defaults when none were saved).
 func (s *Service) Rules(ctx context.Context, tenantID, sourceID string) (Rules, error) {
-	if !db.ValidID(sourceID) {
+	if !ids.Valid(sourceID) {
 		return Rules{}, apperr.New(apperr.NotFound, "source not found")
 	}
 	return getRules(ctx, s.DB, tenantID, sourceID)
@@ -278,7 +279,7 @@ func (s *Service) Rules(ctx context.Context, tenantID, sourceID string) (Rules, 
 // SetRules validates and saves a source's alert rules; by names who (user
 // or token) for the record.
 func (s *Service) SetRules(ctx context.Context, tenantID string, r Rules, by string) (Rules, error) {
-	if !db.ValidID(r.SourceID) {
+	if !ids.Valid(r.SourceID) {
 		return Rules{}, apperr.New(apperr.NotFound, "source not found")
 	}
 	if f := r.Validate(); f != nil {
@@ -293,7 +294,7 @@ func (s *Service) SetRules(ctx context.Context, tenantID string, r Rules, by str
 
 // ResetRules forgets a source's saved rules (back to the defaults).
 func (s *Service) ResetRules(ctx context.Context, tenantID, sourceID string) (Rules, error) {
-	if !db.ValidID(sourceID) {
+	if !ids.Valid(sourceID) {
 		return Rules{}, apperr.New(apperr.NotFound, "source not found")
 	}
 	if err := deleteRules(ctx, s.DB, tenantID, sourceID); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Statistics tables by granularity.
@@ -302,7 +303,7 @@ func insertEvent(ctx context.Context, x db.Ext, a Alert, typ string, at time.Tim
 		detail = json.RawMessage("{}")
 	}
 	_, err := x.ExecContext(ctx, `INSERT INTO alert_events (tenant_id, id, alert_id, source_id, rule, type, at, actor, detail)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.TenantID, db.NewID(), a.ID, a.SourceID, a.Rule, typ, at, nullString(actor), string(detail))
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.TenantID, ids.New(), a.ID, a.SourceID, a.Rule, typ, at, nullString(actor), string(detail))
 	return err
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/reconcile/fakeapi"
@@ -19,7 +19,7 @@ func (e *env) markReconciledBefore(t *testing.T, sourceID string) {
 	t.Helper()
 	at := time.Now().UTC().Add(-48 * time.Hour)
 	if _, err := e.App.DB.Exec(`INSERT INTO reconcile_runs (tenant_id, id, source_id, state, trigger_kind, started_at, heartbeat_at, finished_at)
-		VALUES (?, ?, ?, 'succeeded', 'test-seed', ?, ?, ?)`, e.ten.ID, db.NewID(), sourceID, at, at, at); err != nil {
+		VALUES (?, ?, ?, 'succeeded', 'test-seed', ?, ?, ?)`, e.ten.ID, ids.New(), sourceID, at, at, at); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func TestReconcileQueuedDeliveryIsNotLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
-		VALUES (?, ?, ?, ?, 'webhook', ?, ?, 'received')`, e.ten.ID, src.ID, db.NewID(), recs[0].DeliveryID, []byte(recs[0].Raw), now); err != nil {
+		VALUES (?, ?, ?, ?, 'webhook', ?, ?, 'received')`, e.ten.ID, src.ID, ids.New(), recs[0].DeliveryID, []byte(recs[0].Raw), now); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/reconcile/pull"
@@ -133,7 +134,7 @@ func permanentFetchError(err error) bool {
 // HandleEnrich is TypeEnrich's handler.
 func (s *Service) HandleEnrich(ctx context.Context, t *asynq.Task) error {
 	var p enrichPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || !db.ValidID(p.TenantID) || !db.ValidID(p.SourceID) || p.LeadgenID == "" {
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || !ids.Valid(p.TenantID) || !ids.Valid(p.SourceID) || p.LeadgenID == "" {
 		return fmt.Errorf("%s: undecodable payload %q: %w", TypeEnrich, t.Payload(), asynq.SkipRetry)
 	}
 	_, err := s.Enrich(ctx, p.TenantID, p.SourceID, p.LeadgenID)

@@ -10,7 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
 )
 
@@ -66,7 +66,7 @@ func (s *Service) Trigger(ctx context.Context, tenantID, sourceID string) (strin
 		if _, err := abandonStale(ctx, s.DB, tenantID, src.ID, now.Add(-s.staleAfter()), now); err != nil {
 			return "", err
 		}
-		run := Run{TenantID: tenantID, ID: db.NewID(), SourceID: src.ID, Trigger: TriggerManual, StartedAt: now}
+		run := Run{TenantID: tenantID, ID: ids.New(), SourceID: src.ID, Trigger: TriggerManual, StartedAt: now}
 		claimed, err := insertRun(ctx, s.DB, run)
 		if err != nil {
 			return "", err
@@ -134,7 +134,7 @@ func (s *Service) ListRuns(ctx context.Context, tenantID, sourceID string, limit
 	var before string
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || !db.ValidID(string(b)) {
+		if err != nil || !ids.Valid(string(b)) {
 			bad["cursor"] = "is not a cursor this API returned"
 		}
 		before = string(b)
@@ -156,7 +156,7 @@ func (s *Service) ListRuns(ctx context.Context, tenantID, sourceID string, limit
 
 // GetRun returns one run of the tenant's source.
 func (s *Service) GetRun(ctx context.Context, tenantID, sourceID, runID string) (Run, error) {
-	if !db.ValidID(runID) {
+	if !ids.Valid(runID) {
 		return Run{}, apperr.New(apperr.NotFound, "reconcile run not found")
 	}
 	r, err := getRun(ctx, s.DB, tenantID, runID)

@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/tenants"
 )
@@ -115,8 +115,8 @@ func (s *Service) HandleTick(ctx context.Context, _ *asynq.Task) error {
 // HandleSource is TypeSource's handler.
 func (s *Service) HandleSource(ctx context.Context, t *asynq.Task) error {
 	var p sourcePayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil || !db.ValidID(p.TenantID) || !db.ValidID(p.SourceID) ||
-		(p.RunID == "") == (p.Window == 0) || (p.RunID != "" && !db.ValidID(p.RunID)) {
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || !ids.Valid(p.TenantID) || !ids.Valid(p.SourceID) ||
+		(p.RunID == "") == (p.Window == 0) || (p.RunID != "" && !ids.Valid(p.RunID)) {
 		return fmt.Errorf("%s: undecodable payload %q: %w", TypeSource, t.Payload(), asynq.SkipRetry)
 	}
 	var run Run
@@ -182,7 +182,7 @@ func (s *Service) claimWindow(ctx context.Context, tenantID, sourceID string, wi
 	if _, err := abandonStale(ctx, s.DB, tenantID, sourceID, now.Add(-s.staleAfter()), now); err != nil {
 		return Run{}, false, err
 	}
-	run := Run{TenantID: tenantID, ID: db.NewID(), SourceID: sourceID, State: StateRunning, Trigger: TriggerScheduled,
+	run := Run{TenantID: tenantID, ID: ids.New(), SourceID: sourceID, State: StateRunning, Trigger: TriggerScheduled,
 		WindowStart: &window, StartedAt: now, HeartbeatAt: now}
 	claimed, err := insertRun(ctx, s.DB, run)
 	return run, claimed, err

@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/atrest"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Service manages sources. The kind-specific hooks are injected so this
@@ -116,7 +117,7 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 		f[k] = v
 	}
 	now := s.now()
-	src := Source{TenantID: tenantID, ID: db.NewID(), Slug: in.Slug, Name: in.Name, Kind: in.Kind, Config: cfg,
+	src := Source{TenantID: tenantID, ID: ids.New(), Slug: in.Slug, Name: in.Name, Kind: in.Kind, Config: cfg,
 		ReconcileIntervalS: 900, ReconcileLookbackS: 3600, CreatedAt: now, UpdatedAt: now}
 	if in.VerifyToken != "" {
 		src.VerifyTokenEnc = s.Box.Seal([]byte(in.VerifyToken), aad(tenantID, src.ID, "verify"))
@@ -137,7 +138,7 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 		if err := insertSource(ctx, tx, src); err != nil {
 			return err
 		}
-		return insertSecret(ctx, tx, tenantID, src.ID, db.NewID(), s.Box.Seal([]byte(secret), aad(tenantID, src.ID, "secret")), now)
+		return insertSecret(ctx, tx, tenantID, src.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, src.ID, "secret")), now)
 	})
 	if err != nil {
 		return Source{}, "", err
@@ -265,7 +266,7 @@ func (s *Service) applyReconcile(src *Source, in *ReconcileInput) map[string]str
 
 // Get returns one of the tenant's sources.
 func (s *Service) Get(ctx context.Context, tenantID, id string) (Source, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return Source{}, apperr.New(apperr.NotFound, "source not found")
 	}
 	return getSource(ctx, s.DB, tenantID, id)
@@ -363,7 +364,7 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 			return err
 		}
 		// A distinct created_at keeps "newest first" ordering strict.
-		return insertSecret(ctx, tx, tenantID, id, db.NewID(), s.Box.Seal([]byte(secret), aad(tenantID, id, "secret")), now.Add(time.Microsecond))
+		return insertSecret(ctx, tx, tenantID, id, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, id, "secret")), now.Add(time.Microsecond))
 	})
 	s.invalidate()
 	return src, secret, err

@@ -15,6 +15,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 )
 
 // Service is the tenants, users, tokens and sessions service.
@@ -79,12 +80,12 @@ func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned
 		return Provisioned{}, err
 	}
 	now := s.now()
-	p := Provisioned{Tenant: Tenant{ID: db.NewID(), Slug: in.Slug, Name: in.Name, CreatedAt: now}}
+	p := Provisioned{Tenant: Tenant{ID: ids.New(), Slug: in.Slug, Name: in.Name, CreatedAt: now}}
 	adminName := in.AdminName
 	if adminName == "" {
 		adminName = strings.SplitN(in.AdminEmail, "@", 2)[0]
 	}
-	p.Admin = User{TenantID: p.Tenant.ID, ID: db.NewID(), Email: in.AdminEmail, Name: adminName, Role: RoleAdmin, CreatedAt: now}
+	p.Admin = User{TenantID: p.Tenant.ID, ID: ids.New(), Email: in.AdminEmail, Name: adminName, Role: RoleAdmin, CreatedAt: now}
 	tok, plain := newToken(p.Tenant.ID, "provisioning", nil, now)
 	p.APIToken = plain
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -175,7 +176,7 @@ func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUser
 	if err != nil {
 		return User{}, err
 	}
-	u := User{TenantID: tenantID, ID: db.NewID(), Email: in.Email, Name: in.Name, Role: in.Role, CreatedAt: s.now()}
+	u := User{TenantID: tenantID, ID: ids.New(), Email: in.Email, Name: in.Name, Role: in.Role, CreatedAt: s.now()}
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return insertUser(ctx, tx, u, hash) })
 	return u, err
 }
@@ -250,7 +251,7 @@ func newToken(tenantID, name string, createdBy *string, now time.Time) (Token, s
 		panic(err)
 	}
 	plain := "lp_" + tenantID + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	return Token{TenantID: tenantID, ID: db.NewID(), Name: name, CreatedBy: createdBy, CreatedAt: now}, plain
+	return Token{TenantID: tenantID, ID: ids.New(), Name: name, CreatedBy: createdBy, CreatedAt: now}, plain
 }
 
 func hashToken(plain string) []byte {
@@ -286,7 +287,7 @@ func (s *Service) RevokeToken(ctx context.Context, tenantID, id string) error {
 func (s *Service) AuthenticateToken(ctx context.Context, plain string) (Principal, error) {
 	bad := apperr.New(apperr.Unauthorized, "missing or invalid API token")
 	rest, ok := strings.CutPrefix(plain, "lp_")
-	if !ok || len(rest) < 28 || rest[26] != '_' || !db.ValidID(rest[:26]) {
+	if !ok || len(rest) < 28 || rest[26] != '_' || !ids.Valid(rest[:26]) {
 		return Principal{}, bad
 	}
 	tenantID := rest[:26]
@@ -317,7 +318,7 @@ func (s *Service) CreateSession(ctx context.Context, u User) (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	id := db.NewID()
+	id := ids.New()
 	secret := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now()
 	if err := insertSession(ctx, s.DB, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL)); err != nil {
@@ -330,7 +331,7 @@ func (s *Service) CreateSession(ctx context.Context, u User) (string, error) {
 func (s *Service) SessionUser(ctx context.Context, cookie string) (User, error) {
 	bad := apperr.New(apperr.Unauthorized, "not logged in")
 	parts := strings.Split(cookie, ".")
-	if len(parts) != 3 || !db.ValidID(parts[0]) || !db.ValidID(parts[1]) {
+	if len(parts) != 3 || !ids.Valid(parts[0]) || !ids.Valid(parts[1]) {
 		return User{}, bad
 	}
 	row, err := getSession(ctx, s.DB, parts[0], parts[1])

@@ -12,6 +12,7 @@ import (
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 )
 
 type endpointView struct {
@@ -30,7 +31,7 @@ type problem struct {
 
 func emitEvent(t *testing.T, e *apptest.Env, tenantID, typ string) string {
 	t.Helper()
-	id := db.NewID()
+	id := ids.New()
 	err := db.InTx(context.Background(), e.App.DB, func(tx *sqlx.Tx) error {
 		return e.App.Events.Outbox().Emit(context.Background(), tx, tenantID, events.Event{Type: typ, ResourceID: id, Data: map[string]string{"id": id}})
 	})
@@ -124,10 +125,10 @@ func TestEndpointsAPICrossTenantAndBadInput(t *testing.T) {
 		{"rotate bad grace", "POST", "/api/v1/endpoints/" + ep.ID + "/rotate-secret", map[string]any{"grace_seconds": -1}, 422, "grace_seconds"},
 		{"recover no since", "POST", "/api/v1/endpoints/" + ep.ID + "/recover", map[string]any{}, 422, "since"},
 		{"recover bad since", "POST", "/api/v1/endpoints/" + ep.ID + "/recover", map[string]any{"since": "yesterday"}, 400, ""},
-		{"replay unknown endpoint", "POST", "/api/v1/events/" + evID + "/replay", map[string]any{"endpoint_id": db.NewID()}, 422, "endpoint_id"},
+		{"replay unknown endpoint", "POST", "/api/v1/events/" + evID + "/replay", map[string]any{"endpoint_id": ids.New()}, 422, "endpoint_id"},
 		{"attempts bad limit", "GET", "/api/v1/endpoints/" + ep.ID + "/attempts?limit=0", nil, 422, "limit"},
 		{"events bad type", "GET", "/api/v1/events?type=lead.nope", nil, 422, "type"},
-		{"unknown endpoint", "GET", "/api/v1/endpoints/" + db.NewID(), nil, 404, ""},
+		{"unknown endpoint", "GET", "/api/v1/endpoints/" + ids.New(), nil, 404, ""},
 		{"not an id", "GET", "/api/v1/endpoints/..%2f", nil, 404, ""},
 	} {
 		res := e.Do(c.method, c.path, a.Token, c.body)

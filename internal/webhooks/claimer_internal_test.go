@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
+	"leadpipe/internal/ids"
 )
 
 // One row MariaDB refuses (here a delivery id that is not valid UTF-8 for
@@ -20,10 +20,10 @@ func TestOneBadRowNeverFailsItsBatch(t *testing.T) {
 	ctx := context.Background()
 	c := &Claimer{DB: x}
 	c.start()
-	tenant, source := db.NewID(), db.NewID()
+	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	mk := func(did string) *claimReq {
-		return &claimReq{d: Delivery{TenantID: tenant, SourceID: source, ID: db.NewID(), DeliveryID: did, Origin: "webhook",
+		return &claimReq{d: Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
 			Payload: []byte(`{"a":1}`), ReceivedAt: now}, done: make(chan claimRes, 1)}
 	}
 	// An earlier delivery, so the batch holds a duplicate too.
@@ -75,10 +75,10 @@ func TestKnownAndUnknownDuplicatesCountAlike(t *testing.T) {
 	x, _ := dbtest.New(t, "claim_known")
 	ctx := context.Background()
 	c := &Claimer{DB: x}
-	tenant, source := db.NewID(), db.NewID()
+	tenant, source := ids.New(), ids.New()
 	claim := func(did string) (bool, string) {
 		t.Helper()
-		d := Delivery{TenantID: tenant, SourceID: source, ID: db.NewID(), DeliveryID: did, Origin: "webhook",
+		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
 			Payload: []byte(`{}`), ReceivedAt: time.Now().UTC().Truncate(time.Microsecond)}
 		isNew, orig, err := c.Claim(ctx, d)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/webhooks"
 )
@@ -20,24 +20,24 @@ import (
 func TestDispatcherQueuesEachDeliveryOnce(t *testing.T) {
 	e := apptest.New(t, "hooks_dispatch", apptest.Options{RedisDB: apptest.RedisWebhooks})
 	d := &webhooks.Dispatcher{Queue: e.App.Queue, Log: e.App.Log, Workers: 3, Buffer: 4}
-	tenantID := db.NewID()
-	ids := make([]string, 120)
-	for i := range ids {
-		ids[i] = db.NewID()
+	tenantID := ids.New()
+	rowIDs := make([]string, 120)
+	for i := range rowIDs {
+		rowIDs[i] = ids.New()
 	}
 	var wg sync.WaitGroup
 	for g := 0; g < 12; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := g % 3; i < len(ids); i += 3 { // every id from four goroutines
-				d.Dispatch(tenantID, []string{ids[i]})
+			for i := g % 3; i < len(rowIDs); i += 3 { // every id from four goroutines
+				d.Dispatch(tenantID, []string{rowIDs[i]})
 			}
 		}()
 	}
 	wg.Wait()
 	d.Flush(context.Background())
-	late := db.NewID()
+	late := ids.New()
 	d.Dispatch(tenantID, []string{late})
 
 	insp := asynq.NewInspectorFromRedisClient(e.App.RDB)
@@ -49,12 +49,12 @@ func TestDispatcherQueuesEachDeliveryOnce(t *testing.T) {
 	for _, ti := range pending {
 		seen[ti.ID]++
 	}
-	for _, id := range append(ids, late) {
+	for _, id := range append(rowIDs, late) {
 		if seen[id] != 1 {
 			t.Errorf("delivery %s queued %d times, want 1", id, seen[id])
 		}
 	}
-	if len(pending) != len(ids)+1 {
-		t.Fatalf("%d tasks pending, want %d", len(pending), len(ids)+1)
+	if len(pending) != len(rowIDs)+1 {
+		t.Fatalf("%d tasks pending, want %d", len(pending), len(rowIDs)+1)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
 )
@@ -98,7 +98,7 @@ func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause e
 // decodeProcessPayload reads a processing task's payload.
 func decodeProcessPayload(b []byte) (ProcessPayload, bool) {
 	var pl ProcessPayload
-	if err := json.Unmarshal(b, &pl); err != nil || !db.ValidID(pl.TenantID) || !db.ValidID(pl.DeliveryID) {
+	if err := json.Unmarshal(b, &pl); err != nil || !ids.Valid(pl.TenantID) || !ids.Valid(pl.DeliveryID) {
 		return pl, false
 	}
 	return pl, true

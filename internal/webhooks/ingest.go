@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
@@ -140,7 +141,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	items := make([]itemResult, 0, len(records))
 	var fresh []string
 	for _, rec := range records {
-		d := Delivery{TenantID: res.TenantID, SourceID: src.ID, ID: db.NewID(), DeliveryID: rec.DeliveryID,
+		d := Delivery{TenantID: res.TenantID, SourceID: src.ID, ID: ids.New(), DeliveryID: rec.DeliveryID,
 			Origin: "webhook", Payload: rec.Raw, ReceivedAt: now}
 		isNew, orig, err := in.Claimer.Claim(r.Context(), d)
 		if err != nil {
@@ -212,7 +213,7 @@ func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.S
 	}
 	hj, _ := json.Marshal(keep)
 	reason := leads.Clip(cause.Error(), 1000)
-	err = insertDeadLetter(ctx, in.DB, DeadLetter{TenantID: tenantID, SourceID: src.ID, ID: db.NewID(), Reason: reason,
+	err = insertDeadLetter(ctx, in.DB, DeadLetter{TenantID: tenantID, SourceID: src.ID, ID: ids.New(), Reason: reason,
 		Headers: hj, Body: stripped, ReceivedAt: now})
 	return db.MapErr(err, "", "")
 }

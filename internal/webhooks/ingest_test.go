@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks"
@@ -529,7 +529,7 @@ func TestStuckClaimDoesNotStopIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at)
-		VALUES (?, ?, ?, 'stuck', 'webhook', '{}', NOW(6))`, ten.ID, s.ID, db.NewID()); err != nil {
+		VALUES (?, ?, ?, 'stuck', 'webhook', '{}', NOW(6))`, ten.ID, s.ID, ids.New()); err != nil {
 		t.Fatal(err)
 	}
 	stuck := make(chan hookResp, 1)

@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks/kinds"
@@ -47,7 +48,7 @@ func decodeCursor(c string) (time.Time, string, bool) {
 		return time.Time{}, "", false
 	}
 	at, id, ok := strings.Cut(string(b), "|")
-	if !ok || !db.ValidID(id) {
+	if !ok || !ids.Valid(id) {
 		return time.Time{}, "", false
 	}
 	t, err := time.Parse(time.RFC3339Nano, at)
@@ -194,7 +195,7 @@ func (a *Admin) CountDeliveries(ctx context.Context, tenantID, sourceID, state s
 // alone (its state is returned). A dead letter's id re-parses it under the
 // source's current config (see reprocessDeadLetter).
 func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (web.DeliveryItem, error) {
-	if !db.ValidID(id) {
+	if !ids.Valid(id) {
 		return web.DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
 	}
 	var d deliveryRow
@@ -392,7 +393,7 @@ func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src source
 	now := a.Processor.now()
 	var out []web.DeliveryItem
 	for _, rec := range recs {
-		d := Delivery{TenantID: tenantID, SourceID: src.ID, ID: db.NewID(), DeliveryID: rec.DeliveryID, Origin: "webhook",
+		d := Delivery{TenantID: tenantID, SourceID: src.ID, ID: ids.New(), DeliveryID: rec.DeliveryID, Origin: "webhook",
 			Payload: rec.Raw, ReceivedAt: now, State: web.StateReceived}
 		isNew, original, err := a.Claimer.Claim(ctx, d)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -154,14 +154,14 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	var ids []string
+	var idList []string
 	for i := 0; i < 8; i++ {
 		body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("p-%d", i), fmt.Sprintf("c-%d", i), kinds.Lead{Name: "Good"}, now)
 		if i == 3 {
 			body = []byte(`{"type":"contact.created","data":{"email":"no-id@example.com"}}`)
 		}
-		id := db.NewID()
-		ids = append(ids, id)
+		id := ids.New()
+		idList = append(idList, id)
 		if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at)
 			VALUES (?, ?, ?, ?, 'webhook', ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("p-%d", i), body, now); err != nil {
 			t.Fatal(err)
@@ -170,8 +170,8 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 	// All at once: they share batches.
 	e.App.Processor.Runners = 1
 	var wg sync.WaitGroup
-	errs := make([]error, len(ids))
-	for i, id := range ids {
+	errs := make([]error, len(idList))
+	for i, id := range idList {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, errs[i] = e.App.Processor.ProcessDelivery(ctx, ten.ID, id) }()
 	}
@@ -185,14 +185,14 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 		t.Fatalf("%d processed, want 7", c)
 	}
 	var st, msg string
-	if err := e.App.DB.QueryRowContext(ctx, `SELECT state, IFNULL(last_error, '') FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, ids[3]).Scan(&st, &msg); err != nil {
+	if err := e.App.DB.QueryRowContext(ctx, `SELECT state, IFNULL(last_error, '') FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, idList[3]).Scan(&st, &msg); err != nil {
 		t.Fatal(err)
 	}
 	if st != "failed" || msg == "" {
 		t.Fatalf("poison delivery: state %s, error %q", st, msg)
 	}
 	// Running them again changes nothing.
-	for _, id := range ids {
+	for _, id := range idList {
 		_, _ = e.App.Processor.ProcessDelivery(ctx, ten.ID, id)
 	}
 	if c := count(t, e, `SELECT SUM(times_seen) FROM leads WHERE tenant_id = ?`, ten.ID); c != 7 {

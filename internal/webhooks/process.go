@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
@@ -88,7 +89,7 @@ func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, 
 	if err != nil {
 		return Result{}, err
 	}
-	rec := senderRecord(l, 0, orderKey(l, now, db.NewID()))
+	rec := senderRecord(l, 0, orderKey(l, now, ids.New()))
 	out, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, []leads.BatchRecord{{SourceID: src.ID, SenderRecord: rec}}, now)
 	if err != nil {
 		return Result{}, err

@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/ids"
 )
 
 // hookReceiver answers 500 to the first request and 200 after, verifying
@@ -100,7 +101,7 @@ func TestBrowserEndpoints(t *testing.T) {
 	epID := run(admin, chromedp.AttributeValue(chromedp.CSS(`[data-testid="endpoint-row"]`), "data-id", chromedp.NodeReady)).Value
 
 	t.Log("an event: first answer 500, then the 5 s retry lands")
-	lead := db.NewID()
+	lead := ids.New()
 	err := db.InTx(context.Background(), e.App.DB, func(tx *sqlx.Tx) error {
 		return e.App.Events.Outbox().Emit(context.Background(), tx, acme.ID, events.Event{Type: events.LeadCreated, ResourceID: lead,
 			Data: map[string]any{"id": lead, "name": "Ada <script>alert(1)</script>"}})
