@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,10 +94,7 @@ func (s *Server) countsFor(ctx context.Context, tenantID string, f leads.Filter)
 	}
 	out := make([]leadviews.StatusCount, 0, len(cs)+1)
 	all := leadviews.StatusCount{}
-	for _, c := range cs {
-		if len(f.AnyStatus) > 0 && !slices.Contains(f.AnyStatus, c.Status) {
-			continue // a view of open leads has no Won/Lost tab
-		}
+	for _, c := range cs { // a view of open leads counts no Won/Lost tab
 		all.N += c.N
 		all.Capped = all.Capped || c.Capped
 		out = append(out, leadviews.StatusCount{Status: c.Status, N: c.N, Capped: c.Capped})
@@ -130,6 +126,7 @@ func inboxView(view string, f *leads.Filter, me string, admin bool, now time.Tim
 		f.AnyStatus = openStatuses
 		end := endOfDay(now)
 		f.DueBefore = &end
+		f.ByDue = true // a to-do list: the most overdue first
 	case leadviews.ViewAll:
 	default:
 		view = leadviews.ViewMine
@@ -430,13 +427,16 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		}
 		v.Owners = append(v.Owners, components.Option{Value: u.ID, Label: label})
 	}
+	evs := make([]leadviews.Event, len(tl))
 	for i, e := range tl {
-		if i == timelineShown {
-			v.MoreEvents = len(tl) - i
-			break
-		}
-		v.Timeline = append(v.Timeline, timelineEvent(e, dir))
+		evs[i] = timelineEvent(e, dir)
 	}
+	evs = leadviews.CollapseDuplicates(evs)
+	if len(evs) > timelineShown {
+		v.MoreEvents = len(evs) - timelineShown
+		evs = evs[:timelineShown]
+	}
+	v.Timeline = evs
 	if o.conflict != nil {
 		c := *o.conflict
 		c.By, c.At = "someone", l.UpdatedAt
@@ -475,6 +475,11 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 		ev.Detail = tagsText(d["added"], d["removed"])
 	case leads.EventNoteAdded:
 		ev.Body = str("body")
+	case leads.EventNextStepChanged:
+		ev.Detail = str("next_step")
+		if t, err := time.Parse(time.RFC3339, str("due_at")); err == nil {
+			ev.Due = t
+		}
 	case leads.EventDuplicate:
 		ev.Detail = e.SenderDeliveryID
 		ev.Count = e.Count
