@@ -14,7 +14,9 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/reconcile"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	leadviews "leadpipe/views/leads"
@@ -32,6 +34,9 @@ type directory struct {
 	users   []tenants.User
 	sources map[string]string
 	srcOpts []components.Option
+	// meta maps each meta source to whether it can fetch a lead's details
+	// from the Graph API (it has an access token).
+	meta map[string]bool
 }
 
 func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory, error) {
@@ -43,10 +48,13 @@ func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory,
 	if err != nil {
 		return directory{}, err
 	}
-	d := directory{users: us, sources: make(map[string]string, len(srcs))}
+	d := directory{users: us, sources: make(map[string]string, len(srcs)), meta: map[string]bool{}}
 	for _, src := range srcs {
 		d.sources[src.ID] = src.Name
 		d.srcOpts = append(d.srcOpts, components.Option{Value: src.ID, Label: src.Name})
+		if src.Kind == kinds.Meta {
+			d.meta[src.ID] = reconcile.CanEnrich(src)
+		}
 	}
 	return d, nil
 }
@@ -76,7 +84,29 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 	if l.DueAt != nil {
 		v.DueAt = *l.DueAt
 	}
+	if canFetch, ok := d.meta[l.SourceID]; ok && l.Name == "" && l.Email == "" && l.Phone == "" {
+		// A Meta webhook carries only ids; the fields come from Graph.
+		v.Pending = leadviews.PendingToken
+		if canFetch {
+			v.Pending = leadviews.PendingMeta
+		}
+		v.FormID = metaFormID(l.Payload)
+	}
 	return v
+}
+
+// metaFormID reads form_id (a string or a number) from a Meta change value.
+func metaFormID(payload []byte) string {
+	var p struct {
+		FormID json.RawMessage `json:"form_id"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	if id := strings.Trim(string(p.FormID), `"`); id != "null" {
+		return id
+	}
+	return ""
 }
 
 // counts returns "All" and every status, each capped at countCap. "All"

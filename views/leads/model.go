@@ -25,6 +25,28 @@ type Lead struct {
 	LastSeenAt, SourceCreatedAt     time.Time
 	NextStep                        string    // human-owned follow-up
 	DueAt                           time.Time // zero: no due date
+	// Pending says why a sender's lead has no details yet (PendingMeta,
+	// PendingToken; "" when it has them or is not waiting for any), and
+	// FormID names the sender's form it came from.
+	Pending, FormID string
+}
+
+// Why a Meta lead has only its leadgen id: the webhook carries no fields,
+// they are fetched from the Graph API with the source's access token.
+const (
+	PendingMeta  = "meta"       // enrichment will fill it in
+	PendingToken = "meta-token" // the source has no access token: nothing will
+)
+
+// PendingText is the chip of a lead waiting for its details.
+func (l Lead) PendingText() string {
+	switch l.Pending {
+	case PendingMeta:
+		return "Details pending from Meta"
+	case PendingToken:
+		return "No details: connect a Meta access token"
+	}
+	return ""
 }
 
 // Overdue reports whether the follow-up's due time has passed.
@@ -79,8 +101,18 @@ func (l Lead) Title() string {
 		return l.Email
 	case l.Phone != "":
 		return l.Phone
+	case l.Pending != "" && l.SourceRef != "":
+		return "Meta lead " + l.SourceRef
 	}
 	return "Unnamed lead"
+}
+
+// FormText is "form 123…" for a lead whose sender named its form.
+func (l Lead) FormText() string {
+	if l.FormID == "" {
+		return ""
+	}
+	return "form " + l.FormID
 }
 
 // Quick views of the inbox.

@@ -14,6 +14,7 @@ import (
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 // salesDay is a tenant with an admin, a staff member and a few leads made
@@ -274,7 +275,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	}
 	d := newSalesDay(t, "ui_charts")
 	ctx := context.Background()
-	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
+	src, secret, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +313,25 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	if admin.count(`[data-testid="alert-spark"] svg`) != 1 {
 		t.Error("no mini chart on the alert")
 	}
-	if admin.count(`[data-testid="alert-deliveries"][href="/sources/`+src.ID+`#deliveries"]`) != 1 {
-		t.Error("no link to the source's deliveries")
+	if admin.count(`[data-testid="alert-deliveries"][href="/monitor/sources/`+src.ID+`?alert=`+open[0].ID+`#duplicates"]`) != 1 {
+		t.Error("no link to the duplicate deliveries of the alert's window")
 	}
 	admin.screenshot("alerts-actionable")
+
+	t.Log("the alert's duplicate deliveries: a retry re-sent one of two")
+	hook := sender{t: t, url: d.e.URL + "/hooks/acme/landing", secret: secret}
+	for _, id := range []string{"evt-storm-1", "evt-storm-2", "evt-storm-1", "evt-storm-1"} {
+		if st := hook.post(id, "ref-"+id, kinds.Lead{Name: "Storm " + id, Email: id + "@example.test"}); st != 200 {
+			t.Fatalf("webhook %s: %d", id, st)
+		}
+	}
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="alert-deliveries"]`), chromedp.NodeVisible))
+	admin.waitText(`[data-testid="window-duplicates"]`, "evt-storm-1")
+	if n := admin.count(`[data-testid="window-duplicate"]`); n != 1 || !strings.Contains(admin.text(`[data-testid="window-duplicate"]`), "2 times") {
+		t.Errorf("the alert window lists %d re-sent deliveries: %q", n, admin.text(`[data-testid="window-duplicates"]`))
+	}
+	admin.screenshot("alert-duplicates")
+	admin.open("/alerts?state=all")
 
 	t.Log("the alert's chart: zoomed, span shaded")
 	admin.submit(`[data-testid="alert-chart"]`)
