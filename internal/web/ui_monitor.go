@@ -305,6 +305,9 @@ func durWords(d time.Duration) string {
 		}
 		return fmt.Sprintf("%d hours", d/time.Hour)
 	}
+	if d == time.Minute {
+		return "1 minute"
+	}
 	return fmt.Sprintf("%d minutes", d/time.Minute)
 }
 
