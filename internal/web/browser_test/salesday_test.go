@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
@@ -203,7 +204,15 @@ func TestBrowserEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"}); err != nil {
+	fb, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Meta lead as its webhook leaves it: only ids (this source has no
+	// access token to fetch the rest).
+	metaID, _, err := leads.UpsertFromSender(ctx, d.e.App.DB, d.acme.ID, fb.ID, leads.SenderRecord{SourceRef: "987654321012345",
+		Payload: []byte(`{"leadgen_id":"987654321012345","form_id":"560000000000001","page_id":"101","created_time":1764580000}`), Sightings: 1}, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A retry storm so /alerts and the chart have something to show.
@@ -247,6 +256,20 @@ func TestBrowserEveryPage(t *testing.T) {
 		admin.phoneFits(p.path)
 		admin.screenshot("page-" + p.name)
 	}
+
+	t.Log("a Meta lead waiting for its details: leadgen id, form, a chip, everywhere")
+	for _, path := range []string{"/leads", "/leads/board", "/leads/" + metaID} {
+		admin.open(path)
+		got := admin.text(`[data-testid="pending"]`)
+		if !strings.Contains(got, "connect a Meta access token") || !strings.Contains(got, "form 560000000000001") {
+			t.Errorf("%s: pending chip %q", path, got)
+		}
+		if !strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Meta lead 987654321012345") ||
+			strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Unnamed lead") {
+			t.Errorf("%s does not call it by its leadgen id", path)
+		}
+	}
+	admin.screenshot("lead-meta-pending")
 
 	t.Log("on a phone every page is reachable through More")
 	admin.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
