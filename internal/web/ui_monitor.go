@@ -199,7 +199,7 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 			s.uiError(w, r, err)
 			return
 		}
-		v.DupWindow = true
+		v.DupWindow, v.DupCapped = true, len(ds) == duplicatesShown
 		for _, d := range ds {
 			row := monviews.DupRow{ID: d.ID, SenderID: d.DeliveryID, ReceivedAt: d.ReceivedAt, Count: d.Duplicates}
 			if d.FirstDuplicateAt != nil && d.LastDuplicateAt != nil {
