@@ -59,10 +59,12 @@ func demoSend(ctx context.Context, cfg *config.Config, args []string, getenv fun
 	var list []job
 	for i := 0; i < *n; i++ {
 		s := srcs[i%len(srcs)]
-		fn, ln := firstNames[rand.IntN(len(firstNames))], lastNames[rand.IntN(len(lastNames))]
-		f := kinds.Lead{Name: fn + " " + ln, Email: strings.ToLower(fn+"."+ln) + fmt.Sprintf("+%d@example.com", i),
-			Phone: fmt.Sprintf("+1555%07d", rand.IntN(10000000)), Company: companies[rand.IntN(len(companies))]}
-		j := job{src: s, id: fmt.Sprintf("demo-%d-%d", run, i), ref: fmt.Sprintf("lead-%d-%d", run, i), fields: f}
+		ref := fmt.Sprintf("lead-%d-%d", run, i)
+		id := fmt.Sprintf("demo-%d-%d", run, i)
+		if s.Kind == kinds.Meta {
+			id = ref // Meta's delivery id is the leadgen id; the Graph stand-in knows the person by it
+		}
+		j := job{src: s, id: id, ref: ref, fields: demoPerson(ref, i)}
 		list = append(list, j)
 		if rand.Float64() < *dup {
 			j.repeated = true

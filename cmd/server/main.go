@@ -73,6 +73,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "serve":
 		return serve(ctx, cfg, log, nil)
 	case "demo":
+		demoDefaults(cfg, getenv)
+		log = slog.New(quietRequests{log.Handler()})
 		return serve(ctx, cfg, log, func(ctx context.Context, a *app.App) error { return ensureDemo(ctx, a, stdout) })
 	case "demo-send":
 		return demoSend(ctx, cfg, args, getenv, stdout)

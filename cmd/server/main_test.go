@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -71,7 +72,9 @@ func TestDemoServeAndSend(t *testing.T) {
 		if !strings.Contains(out.String(), "Leadpipe demo is running") {
 			t.Fatalf("no demo banner; output:\n%s\nlogs:\n%s", out.String(), logs.String())
 		}
-		for _, want := range []string{demoAdminEmail, demoStaffEmail, "/login", "/hooks/demo/typeform", "API token: lp_"} {
+		for _, want := range []string{demoAdminEmail, demoStaffEmail, "/login", "/hooks/demo/typeform", "API token: lp_",
+			"secret leadpipe-demo-typeform", "curl -s http://" + addr + "/hooks/demo/google-ads",
+			"demo-send -n 60 -dup 0.1 -url http://" + addr, "a stand-in: Facebook leads get their names"} {
 			if !strings.Contains(out.String(), want) {
 				t.Fatalf("demo output lacks %q:\n%s", want, out.String())
 			}
@@ -95,6 +98,13 @@ func TestDemoServeAndSend(t *testing.T) {
 				var n int
 				_ = d.Get(&n, `SELECT COUNT(*) FROM leads`)
 				return n == 12
+			})
+			// Meta's webhooks carry only ids: the names come from the
+			// stand-in Graph API through enrichment.
+			apptest.Eventually(t, 20*time.Second, "every lead named, Facebook's too", func() bool {
+				var n int
+				_ = d.Get(&n, `SELECT COUNT(*) FROM leads WHERE name = ''`)
+				return n == 0
 			})
 			d.Close()
 		}
@@ -144,5 +154,29 @@ func TestBadConfigFailsStart(t *testing.T) {
 	}, &out, &logs)
 	if err == nil || !strings.Contains(err.Error(), "LEADPIPE_WORKER") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// In demo mode the per-request lines go to debug: at the default level they
+// are dropped (the banner stays on screen), at debug they show as debug.
+func TestQuietRequests(t *testing.T) {
+	for _, c := range []struct {
+		level slog.Level
+		want  string
+	}{{slog.LevelInfo, "msg=ready\n"}, {slog.LevelDebug, "level=DEBUG msg=http a=1 path=/x\nlevel=INFO msg=ready\n"}} {
+		var b strings.Builder
+		h := slog.NewTextHandler(&b, &slog.HandlerOptions{Level: c.level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || (a.Key == slog.LevelKey && c.level == slog.LevelInfo) {
+				return slog.Attr{}
+			}
+			return a
+		}})
+		log := slog.New(quietRequests{h}).With("a", 1)
+		log.Info("http", "path", "/x")
+		log.Info("ready")
+		got := strings.ReplaceAll(b.String(), " a=1\n", "\n")
+		if got != c.want {
+			t.Errorf("at %v: %q, want %q", c.level, got, c.want)
+		}
 	}
 }

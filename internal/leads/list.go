@@ -33,8 +33,12 @@ type Filter struct {
 	// statuses of "My open leads").
 	AnyStatus []string
 	DueBefore *time.Time // only leads with a due date before this
-	Limit     int        // 1..200, default 50 (larger values are capped)
-	Cursor    string     // next_cursor of the previous page
+	// ByDue lists by due date, earliest first, instead of newest first (a
+	// to-do list of follow-ups; leads without a due date are left out). A
+	// search (Q) ignores it and lists newest first.
+	ByDue  bool
+	Limit  int    // 1..200, default 50 (larger values are capped)
+	Cursor string // next_cursor of the previous page
 }
 
 // Page is one page of leads, newest first.
@@ -43,11 +47,21 @@ type Page struct {
 	NextCursor string // "" on the last page
 }
 
-// Cursors are opaque to clients: the last id of the page, base64url. Keyset
-// pagination on the primary key (ULIDs sort by creation time) never
-// repeats or skips a lead when leads arrive between page fetches, and a
-// deep page costs the same as the first.
+// Cursors are opaque to clients: the last id of the page, base64url (with
+// its due date when the list is ByDue). Keyset pagination on the primary
+// key (ULIDs sort by creation time) never repeats or skips a lead when
+// leads arrive between page fetches, and a deep page costs the same as the
+// first.
+type cursor struct {
+	id  string    // "" from the start
+	due time.Time // ByDue lists: the last lead's due date
+}
+
 func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func encodeDueCursor(due time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(due.UTC().Format(time.RFC3339Nano) + "|" + id))
+}
 
 // CursorFor returns the cursor of the page that follows the lead id (links
 // and benchmarks that start mid-list).
@@ -61,8 +75,22 @@ func decodeCursor(c string) (string, bool) {
 	return string(b), true
 }
 
-// normalize validates f (422 naming the bad parameters).
-func (f *Filter) normalize() (before string, err error) {
+func decodeDueCursor(c string) (cursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return cursor{}, false
+	}
+	at, id, ok := strings.Cut(string(b), "|")
+	if !ok || !ids.Valid(id) {
+		return cursor{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	return cursor{id: id, due: t}, err == nil
+}
+
+// normalize validates f (422 naming the bad parameters) and returns where
+// the page starts.
+func (f *Filter) normalize() (after cursor, err error) {
 	bad := map[string]string{}
 	if f.Status != "" && !ValidStatus(f.Status) {
 		bad["status"] = "must be one of " + strings.Join(Statuses, ", ")
@@ -79,6 +107,9 @@ func (f *Filter) normalize() (before string, err error) {
 		bad["owner"] = "must be a user id or \"none\""
 	}
 	f.Q = strings.TrimSpace(f.Q)
+	if f.Q != "" {
+		f.ByDue = false // a search lists newest first
+	}
 	if utf8.RuneCountInString(f.Q) > maxQLen {
 		bad["q"] = "is too long (at most 100 characters)"
 	}
@@ -92,28 +123,38 @@ func (f *Filter) normalize() (before string, err error) {
 	}
 	if f.Cursor != "" {
 		var ok bool
-		if before, ok = decodeCursor(f.Cursor); !ok {
+		if f.ByDue {
+			after, ok = decodeDueCursor(f.Cursor)
+		} else {
+			after.id, ok = decodeCursor(f.Cursor)
+		}
+		if !ok {
 			bad["cursor"] = "is not a cursor this API returned"
 		}
 	}
 	if len(bad) > 0 {
-		return "", apperr.InvalidFields(bad)
+		return cursor{}, apperr.InvalidFields(bad)
 	}
-	return before, nil
+	return after, nil
 }
 
 // List returns one page of the tenant's leads, newest first.
 func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, error) {
-	before, err := f.normalize()
+	after, err := f.normalize()
 	if err != nil {
 		return Page{}, err
 	}
 	n := f.Limit + 1 // one more tells whether there is a next page
 	var items []Lead
-	if f.Q == "" {
-		items, err = listPage(ctx, s.DB, tenantID, f, before, n)
-	} else {
-		items, err = search(ctx, s.DB, tenantID, f, before, n, searchBudgets{index: s.IndexBudget, scan: s.ScanBudget})
+	switch {
+	case f.Q != "":
+		items, err = search(ctx, s.DB, tenantID, f, after.id, n, searchBudgets{index: s.IndexBudget, scan: s.ScanBudget})
+	case f.ByDue:
+		items, err = listByDue(ctx, s.DB, tenantID, f, after, n)
+	case len(f.AnyStatus) > 0:
+		items, err = listAnyStatus(ctx, s.DB, tenantID, f, after.id, n)
+	default:
+		items, err = listPage(ctx, s.DB, tenantID, f, after.id, n)
 	}
 	if err != nil {
 		return Page{}, err
@@ -121,7 +162,12 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, er
 	p := Page{Items: items}
 	if len(items) > f.Limit {
 		p.Items = items[:f.Limit]
-		p.NextCursor = encodeCursor(p.Items[f.Limit-1].ID)
+		last := p.Items[f.Limit-1]
+		if f.ByDue && last.DueAt != nil {
+			p.NextCursor = encodeDueCursor(*last.DueAt, last.ID)
+		} else {
+			p.NextCursor = encodeCursor(last.ID)
+		}
 	}
 	if p.Items == nil {
 		p.Items = []Lead{}

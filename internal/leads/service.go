@@ -476,20 +476,23 @@ func (s *Service) CappedCounts(ctx context.Context, tenantID string, statuses []
 }
 
 // CappedCountsFor is CappedCounts of the leads matching f (a view, a
-// search): every status of Statuses, each up to limit.
+// search): each status of Statuses, or of f.AnyStatus when set, each up
+// to limit.
 func (s *Service) CappedCountsFor(ctx context.Context, tenantID string, f Filter, limit int) ([]StatusCount, error) {
+	f.Status, f.Cursor = "", ""
 	if _, err := f.normalize(); err != nil {
 		return nil, err
 	}
-	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil {
-		return s.CappedCounts(ctx, tenantID, Statuses, limit)
+	statuses := f.statuses()
+	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil && !f.ByDue {
+		return s.CappedCounts(ctx, tenantID, statuses, limit)
 	}
-	byStatus, err := countMatchingUpTo(ctx, s.DB, tenantID, f, Statuses, limit)
+	byStatus, err := countMatchingUpTo(ctx, s.DB, tenantID, f, statuses, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]StatusCount, len(Statuses))
-	for i, st := range Statuses {
+	out := make([]StatusCount, len(statuses))
+	for i, st := range statuses {
 		n := byStatus[st]
 		out[i] = StatusCount{Status: st, N: min(n, limit), Capped: n > limit}
 	}

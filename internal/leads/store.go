@@ -459,6 +459,8 @@ func (f Filter) where(tenantID string) (string, []any) {
 	if f.DueBefore != nil {
 		b.WriteString(" AND due_at < ?")
 		args = append(args, *f.DueBefore)
+	} else if f.ByDue {
+		b.WriteString(" AND due_at IS NOT NULL") // a list by due date has none without
 	}
 	switch f.SourceID {
 	case "":
@@ -491,6 +493,112 @@ func listPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before s
 	var items []Lead
 	err := x.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
 	return items, err
+}
+
+// statuses are the statuses f lists: its status, else its AnyStatus, else
+// all.
+func (f Filter) statuses() []string {
+	switch {
+	case f.Status != "":
+		return []string{f.Status}
+	case len(f.AnyStatus) > 0:
+		return f.AnyStatus
+	}
+	return Statuses
+}
+
+// listOrder is a list's order: the columns it sorts by and the ORDER BY.
+type listOrder struct{ cols, by string }
+
+var (
+	newestFirst = listOrder{cols: "id", by: "id DESC"}
+	dueFirst    = listOrder{cols: "due_at, id", by: "due_at, id"}
+)
+
+// perStatus returns one branch per status of f: the filter with that
+// status, the hint's index and the cursor condition, in order o and
+// limited to n, for unionPage. An index that starts (tenant_id, owner_id, status)
+// or (tenant_id, status) holds each branch's leads in list order, so a
+// branch reads at most n entries of it and no rows, however the person's
+// leads spread over the statuses and the tenant.
+func (f Filter) perStatus(tenantID, hint, after string, afterArgs []any, o listOrder, n int) ([]string, []any) {
+	sts := f.statuses()
+	branches := make([]string, len(sts))
+	var args []any
+	for i, st := range sts {
+		g := f
+		g.Status, g.AnyStatus = st, nil
+		cond, a := g.where(tenantID)
+		args = append(args, a...)
+		if after != "" {
+			cond += " AND " + after
+			args = append(args, afterArgs...)
+		}
+		branches[i] = `(SELECT ` + o.cols + ` FROM leads` + hint + ` WHERE ` + cond + ` ORDER BY ` + o.by + ` LIMIT ?)`
+		args = append(args, n)
+	}
+	return branches, args
+}
+
+// unionPage returns the first n leads in order o of the union of branches
+// (each selecting o's columns in that order, limited), joined back to
+// their rows: one statement.
+func unionPage(ctx context.Context, x db.Ext, tenantID string, branches []string, args []any, o listOrder, n int) ([]Lead, error) {
+	var out []Lead
+	err := x.SelectContext(ctx, &out, `SELECT `+leadColsL+` FROM (SELECT `+o.cols+` FROM (`+strings.Join(branches, " UNION ")+
+		`) u ORDER BY `+o.by+` LIMIT ?) t JOIN leads l ON l.tenant_id = ? AND l.id = t.id ORDER BY `+qualified("t", o.by),
+		append(args, n, tenantID)...)
+	return out, err
+}
+
+// qualified prefixes the columns of an ORDER BY list with a table alias.
+func qualified(alias, order string) string {
+	parts := strings.Split(order, ", ")
+	for i, p := range parts {
+		parts[i] = alias + "." + p
+	}
+	return strings.Join(parts, ", ")
+}
+
+// listAnyStatus returns the newest n leads in any of f.AnyStatus below the
+// id before ("" from the newest), one index range per status ("My open
+// leads": the four open statuses of one person). A plain IN list would
+// walk the primary key backwards testing every row, reading the whole
+// tenant for a person who owns few leads.
+func listAnyStatus(ctx context.Context, x db.Ext, tenantID string, f Filter, before string, n int) ([]Lead, error) {
+	hint := ""
+	switch {
+	case f.OwnerID != "":
+		hint = " FORCE INDEX (ix_leads_owner_status)"
+	case f.SourceID == "":
+		hint = " FORCE INDEX (ix_leads_status)"
+	}
+	var after string
+	var afterArgs []any
+	if before != "" {
+		after, afterArgs = "id < ?", []any{before}
+	}
+	branches, args := f.perStatus(tenantID, hint, after, afterArgs, newestFirst, n)
+	return unionPage(ctx, x, tenantID, branches, args, newestFirst, n)
+}
+
+// listByDue returns the first n leads matching f with a due date, earliest
+// due first (ties by id), after the cursor: "My follow-ups due", one range
+// of ix_leads_owner_status_due per status, read from the index alone. ("Due
+// before" in id order instead would sort every due lead of the person.)
+func listByDue(ctx context.Context, x db.Ext, tenantID string, f Filter, after cursor, n int) ([]Lead, error) {
+	hint := ""
+	if f.OwnerID != "" {
+		hint = " FORCE INDEX (ix_leads_owner_status_due)"
+	}
+	var cond string
+	var condArgs []any
+	if after.id != "" {
+		cond = "due_at >= ? AND (due_at > ? OR id > ?)"
+		condArgs = []any{after.due, after.due, after.id}
+	}
+	branches, args := f.perStatus(tenantID, hint, cond, condArgs, dueFirst, n)
+	return unionPage(ctx, x, tenantID, branches, args, dueFirst, n)
 }
 
 // Search (GET /api/v1/leads?q=) matches q as a prefix of the name, the
@@ -729,11 +837,7 @@ func searchIndexes(ctx context.Context, x db.Ext, tenantID string, f Filter, col
 		args = append(args, n)
 	}
 	// One statement: the union's newest n ids, joined back to their rows.
-	var out []Lead
-	err := x.SelectContext(ctx, &out, `SELECT `+leadColsL+` FROM (SELECT id FROM (`+strings.Join(branches, " UNION ")+
-		`) u ORDER BY id DESC LIMIT ?) t JOIN leads l ON l.tenant_id = ? AND l.id = t.id ORDER BY l.id DESC`,
-		append(args, n, tenantID)...)
-	return out, err
+	return unionPage(ctx, x, tenantID, branches, args, newestFirst, n)
 }
 
 // ---- Notes ----

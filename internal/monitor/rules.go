@@ -151,22 +151,22 @@ func (r Rules) check(rule string, win, base counts) (bool, map[string]any) {
 		fire := r.RejectionsEnabled && win[iRejected] >= int64(r.RejectionsMin) && float64(win[iRejected]) > r.RejectionsFactor*expected
 		return fire, map[string]any{"window_seconds": r.WindowSeconds, "rejected": win[iRejected],
 			"baseline_per_window": round6(expected), "threshold": round6(thr),
-			"summary": fmt.Sprintf("%d signature rejections in %s (usually %.1f)", win[iRejected], human(r.Window()), expected)}
+			"summary": fmt.Sprintf("%s in %s (usually %.1f)", count(win[iRejected], "signature rejection", "signature rejections"), human(r.Window()), expected)}
 	case RuleDeadLetters:
 		fire := r.DeadLettersEnabled && win[iDeadLetters] >= int64(r.DeadLettersMin)
 		return fire, map[string]any{"window_seconds": r.WindowSeconds, "dead_letters": win[iDeadLetters],
 			"threshold": r.DeadLettersMin,
-			"summary":   fmt.Sprintf("%d dead letters in %s", win[iDeadLetters], human(r.Window()))}
+			"summary":   fmt.Sprintf("%s in %s", count(win[iDeadLetters], "dead letter", "dead letters"), human(r.Window()))}
 	case RuleWebhookLoss:
 		fire := r.LossEnabled && win[iReconcileNew] >= int64(r.LossMin)
 		return fire, map[string]any{"window_seconds": r.WindowSeconds, "reconcile_new": win[iReconcileNew],
 			"reconcile_known": win[iReconcileKnown], "threshold": r.LossMin,
-			"summary": fmt.Sprintf("reconcile found %d records the webhooks never delivered in %s", win[iReconcileNew], human(r.Window()))}
+			"summary": fmt.Sprintf("reconcile found %s the webhooks never delivered in %s", count(win[iReconcileNew], "record", "records"), human(r.Window()))}
 	case RuleProcessingFailures:
 		fire := r.FailuresEnabled && win[iProcessingFailures] >= int64(r.FailuresMin)
 		return fire, map[string]any{"window_seconds": r.WindowSeconds, "processing_failures": win[iProcessingFailures],
 			"threshold": r.FailuresMin,
-			"summary":   fmt.Sprintf("%d deliveries failed processing in %s", win[iProcessingFailures], human(r.Window()))}
+			"summary":   fmt.Sprintf("%s failed processing in %s", count(win[iProcessingFailures], "delivery", "deliveries"), human(r.Window()))}
 	}
 	return false, nil
 }
@@ -177,6 +177,14 @@ func round6(f float64) float64 {
 		return float64(int64(f*p+0.5)) / p
 	}
 	return -float64(int64(-f*p+0.5)) / p
+}
+
+// count is "1 dead letter" or "3 dead letters".
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func human(d time.Duration) string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,9 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/reconcile"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	leadviews "leadpipe/views/leads"
@@ -33,6 +34,9 @@ type directory struct {
 	users   []tenants.User
 	sources map[string]string
 	srcOpts []components.Option
+	// meta maps each meta source to whether it can fetch a lead's details
+	// from the Graph API (it has an access token).
+	meta map[string]bool
 }
 
 func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory, error) {
@@ -44,10 +48,13 @@ func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory,
 	if err != nil {
 		return directory{}, err
 	}
-	d := directory{users: us, sources: make(map[string]string, len(srcs))}
+	d := directory{users: us, sources: make(map[string]string, len(srcs)), meta: map[string]bool{}}
 	for _, src := range srcs {
 		d.sources[src.ID] = src.Name
 		d.srcOpts = append(d.srcOpts, components.Option{Value: src.ID, Label: src.Name})
+		if src.Kind == kinds.Meta {
+			d.meta[src.ID] = reconcile.CanEnrich(src)
+		}
 	}
 	return d, nil
 }
@@ -77,7 +84,29 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 	if l.DueAt != nil {
 		v.DueAt = *l.DueAt
 	}
+	if canFetch, ok := d.meta[l.SourceID]; ok && l.Name == "" && l.Email == "" && l.Phone == "" {
+		// A Meta webhook carries only ids; the fields come from Graph.
+		v.Pending = leadviews.PendingToken
+		if canFetch {
+			v.Pending = leadviews.PendingMeta
+		}
+		v.FormID = metaFormID(l.Payload)
+	}
 	return v
+}
+
+// metaFormID reads form_id (a string or a number) from a Meta change value.
+func metaFormID(payload []byte) string {
+	var p struct {
+		FormID json.RawMessage `json:"form_id"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	if id := strings.Trim(string(p.FormID), `"`); id != "null" {
+		return id
+	}
+	return ""
 }
 
 // counts returns "All" and every status, each capped at countCap. "All"
@@ -95,10 +124,7 @@ func (s *Server) countsFor(ctx context.Context, tenantID string, f leads.Filter)
 	}
 	out := make([]leadviews.StatusCount, 0, len(cs)+1)
 	all := leadviews.StatusCount{}
-	for _, c := range cs {
-		if len(f.AnyStatus) > 0 && !slices.Contains(f.AnyStatus, c.Status) {
-			continue // a view of open leads has no Won/Lost tab
-		}
+	for _, c := range cs { // a view of open leads counts no Won/Lost tab
 		all.N += c.N
 		all.Capped = all.Capped || c.Capped
 		out = append(out, leadviews.StatusCount{Status: c.Status, N: c.N, Capped: c.Capped})
@@ -130,6 +156,7 @@ func inboxView(view string, f *leads.Filter, me string, admin bool, now time.Tim
 		f.AnyStatus = openStatuses
 		end := endOfDay(now)
 		f.DueBefore = &end
+		f.ByDue = true // a to-do list: the most overdue first
 	case leadviews.ViewAll:
 	default:
 		view = leadviews.ViewMine
@@ -430,13 +457,16 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		}
 		v.Owners = append(v.Owners, components.Option{Value: u.ID, Label: label})
 	}
+	evs := make([]leadviews.Event, len(tl))
 	for i, e := range tl {
-		if i == timelineShown {
-			v.MoreEvents = len(tl) - i
-			break
-		}
-		v.Timeline = append(v.Timeline, timelineEvent(e, dir))
+		evs[i] = timelineEvent(e, dir)
 	}
+	evs = leadviews.CollapseDuplicates(evs)
+	if len(evs) > timelineShown {
+		v.MoreEvents = len(evs) - timelineShown
+		evs = evs[:timelineShown]
+	}
+	v.Timeline = evs
 	if o.conflict != nil {
 		c := *o.conflict
 		c.By, c.At = "someone", l.UpdatedAt
@@ -475,6 +505,11 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 		ev.Detail = tagsText(d["added"], d["removed"])
 	case leads.EventNoteAdded:
 		ev.Body = str("body")
+	case leads.EventNextStepChanged:
+		ev.Detail = str("next_step")
+		if t, err := time.Parse(time.RFC3339, str("due_at")); err == nil {
+			ev.Due = t
+		}
 	case leads.EventDuplicate:
 		ev.Detail = e.SenderDeliveryID
 		ev.Count = e.Count

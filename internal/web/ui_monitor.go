@@ -193,9 +193,35 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 			v.Chart.Highlight = append(v.Chart.Highlight, tr)
 		}
 	}
+	if c.to.Sub(c.from) <= maxDuplicateWindow {
+		ds, err := s.Deliveries.DuplicatedBetween(ctx, sess.Tenant.ID, src.ID, c.from, c.to, duplicatesShown)
+		if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		v.DupWindow, v.DupCapped = true, len(ds) == duplicatesShown
+		for _, d := range ds {
+			row := monviews.DupRow{ID: d.ID, SenderID: d.DeliveryID, ReceivedAt: d.ReceivedAt, Count: d.Duplicates}
+			if d.FirstDuplicateAt != nil && d.LastDuplicateAt != nil {
+				row.FirstAt, row.LastAt = *d.FirstDuplicateAt, *d.LastDuplicateAt
+			}
+			if d.LeadID != nil {
+				row.LeadID = *d.LeadID
+			}
+			v.Duplicated = append(v.Duplicated, row)
+		}
+	}
 	v.Page = s.page(w, r, src.Name+" monitoring", "monitor")
 	s.render(w, r, status, monviews.Source(v))
 }
+
+// The chart window's duplicated deliveries are listed for windows up to a
+// day (an alert's, 1 h, 6 h, 24 h): each scan reads at most two days of
+// the source's deliveries (deliveries.DuplicateLookback).
+const (
+	maxDuplicateWindow = 25 * time.Hour
+	duplicatesShown    = 50
+)
 
 // uiSaveRules saves a source's alert rules from the monitoring page. The
 // form starts from the saved rules, so a rule this form does not know
@@ -278,6 +304,9 @@ func durWords(d time.Duration) string {
 			return "1 hour"
 		}
 		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	if d == time.Minute {
+		return "1 minute"
 	}
 	return fmt.Sprintf("%d minutes", d/time.Minute)
 }

@@ -302,15 +302,15 @@ func List(v ListView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var11 string
-					templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/sources/" + a.SourceID + "#deliveries")).ResolveURL(ctx)
+					templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/monitor/sources/" + a.SourceID + "?alert=" + a.ID + "#duplicates")).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/alerts/alerts.templ`, Line: 119, Col: 73}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/alerts/alerts.templ`, Line: 119, Col: 100}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var11)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" data-testid=\"alert-deliveries\">Deliveries and their duplicates <span aria-hidden=\"true\">→</span></a></p><div class=\"cluster-between\"><p class=\"small muted alert-when\" data-testid=\"alert-when\">Fired <strong>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" data-testid=\"alert-deliveries\">Duplicate deliveries of this window <span aria-hidden=\"true\">→</span></a></p><div class=\"cluster-between\"><p class=\"small muted alert-when\" data-testid=\"alert-when\">Fired <strong>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

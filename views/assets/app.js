@@ -16,7 +16,7 @@
     if (d < 90e3) s = "1 min";
     else if (d < 45 * MIN) s = Math.floor(d / MIN) + " min";
     else if (d < 90 * MIN) s = "1 hour";
-    else if (d < DAY) s = Math.floor(d / HOUR) + " hours";
+    else if (d < DAY) s = Math.round(d / HOUR) + " hours";
     else if (d < 2 * DAY) return future ? "tomorrow" : "yesterday";
     else if (d < 7 * DAY) s = Math.floor(d / DAY) + " days";
     else {

@@ -323,17 +323,17 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 				above++
 			}
 		}
-		g.Summary = fmt.Sprintf("%s deliveries · %s duplicates · %s overall · peak %s",
-			formatInt(g.TotalVolume), formatInt(g.TotalDuplicates), formatPercent1(overall), formatPercent1(peak.Rate))
-		g.Description = fmt.Sprintf("Duplicate rate and delivery volume, %s: %s deliveries, %s duplicates (%s overall); highest rate %s at %s.",
-			g.Period, formatInt(g.TotalVolume), formatInt(g.TotalDuplicates), formatPercent1(overall),
+		vol, dups := countOf(g.TotalVolume, "delivery", "deliveries"), countOf(g.TotalDuplicates, "duplicate", "duplicates")
+		g.Summary = fmt.Sprintf("%s · %s · %s overall · peak %s", vol, dups, formatPercent1(overall), formatPercent1(peak.Rate))
+		g.Description = fmt.Sprintf("Duplicate rate and delivery volume, %s: %s, %s (%s overall); highest rate %s at %s.",
+			g.Period, vol, dups, formatPercent1(overall),
 			formatPercent1(peak.Rate), formatBucketTime(peak.start, span, step))
 		if d.Threshold > 0 {
 			g.Description += fmt.Sprintf(" Alert threshold %s, reached in %d of %d buckets.",
 				formatPercent(d.Threshold), above, len(g.Buckets))
 		}
 		if n := len(g.Highlights); n > 0 {
-			g.Description += fmt.Sprintf(" %d alert window(s) shaded.", n)
+			g.Description += " " + countOf(int64(n), "alert window", "alert windows") + " shaded."
 		}
 	}
 	return g
@@ -589,15 +589,15 @@ func bucketText(vol, dups int64, rate float64) string {
 	if vol == 0 {
 		return "no deliveries"
 	}
-	d := "deliveries"
-	if vol == 1 {
-		d = "delivery"
+	return fmt.Sprintf("%s, %s (%s)", countOf(vol, "delivery", "deliveries"), countOf(dups, "duplicate", "duplicates"), formatPercent1(rate))
+}
+
+// countOf is "1 delivery" or "1,234 deliveries".
+func countOf(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	du := "duplicates"
-	if dups == 1 {
-		du = "duplicate"
-	}
-	return fmt.Sprintf("%s %s, %s %s (%s)", formatInt(vol), d, formatInt(dups), du, formatPercent1(rate))
+	return formatInt(n) + " " + many
 }
 
 func formatBucketTime(t time.Time, span, step time.Duration) string {

@@ -25,7 +25,7 @@ func relText(t, now time.Time) string {
 	case d < 90*time.Minute:
 		s = "1 hour"
 	case d < 24*time.Hour:
-		s = strconv.Itoa(int(d/time.Hour)) + " hours"
+		s = strconv.Itoa(int((d+30*time.Minute)/time.Hour)) + " hours" // 90 min and up: 2 hours
 	case d < 48*time.Hour:
 		if future {
 			return "tomorrow"

@@ -25,6 +25,28 @@ type Lead struct {
 	LastSeenAt, SourceCreatedAt     time.Time
 	NextStep                        string    // human-owned follow-up
 	DueAt                           time.Time // zero: no due date
+	// Pending says why a sender's lead has no details yet (PendingMeta,
+	// PendingToken; "" when it has them or is not waiting for any), and
+	// FormID names the sender's form it came from.
+	Pending, FormID string
+}
+
+// Why a Meta lead has only its leadgen id: the webhook carries no fields,
+// they are fetched from the Graph API with the source's access token.
+const (
+	PendingMeta  = "meta"       // enrichment will fill it in
+	PendingToken = "meta-token" // the source has no access token: nothing will
+)
+
+// PendingText is the chip of a lead waiting for its details.
+func (l Lead) PendingText() string {
+	switch l.Pending {
+	case PendingMeta:
+		return "Details pending from Meta"
+	case PendingToken:
+		return "No details: connect a Meta access token"
+	}
+	return ""
 }
 
 // Overdue reports whether the follow-up's due time has passed.
@@ -79,8 +101,18 @@ func (l Lead) Title() string {
 		return l.Email
 	case l.Phone != "":
 		return l.Phone
+	case l.Pending != "" && l.SourceRef != "":
+		return "Meta lead " + l.SourceRef
 	}
 	return "Unnamed lead"
+}
+
+// FormText is "form 123…" for a lead whose sender named its form.
+func (l Lead) FormText() string {
+	if l.FormID == "" {
+		return ""
+	}
+	return "form " + l.FormID
 }
 
 // Quick views of the inbox.
@@ -234,6 +266,58 @@ type Event struct {
 	FirstAt, LastAt time.Time
 	// Changed lists the fields a reconcile updated (empty: it found a new lead).
 	Changed []string
+	// Due is a next step's due date (zero: none).
+	Due time.Time
+	// Items are the duplicate entries a collapsed "Duplicate ×N" row
+	// stands for, newest first (nil for a single entry).
+	Items []Event
+}
+
+// Human reports whether a person made the entry (a change, a note, a lead
+// typed in); the timeline sets these apart from what senders did.
+func (e Event) Human() bool {
+	switch e.Kind {
+	case "status_changed", "owner_changed", "tags_changed", "note_added", "next_step_changed":
+		return true
+	case "created":
+		return e.Actor != ""
+	}
+	return false
+}
+
+// CollapseDuplicates folds each run of adjacent duplicate entries from one
+// sender (newest first) into one entry: the sum of their counts, the
+// earliest first and the latest last arrival, and the entries in Items. A
+// retry storm then takes one row of the timeline instead of hundreds.
+func CollapseDuplicates(evs []Event) []Event {
+	out := make([]Event, 0, len(evs))
+	for i := 0; i < len(evs); {
+		j := i + 1
+		if evs[i].Kind == "duplicate" {
+			for j < len(evs) && evs[j].Kind == "duplicate" && evs[j].Actor == evs[i].Actor {
+				j++
+			}
+		}
+		if j-i == 1 {
+			out = append(out, evs[i])
+			i = j
+			continue
+		}
+		g := Event{Kind: "duplicate", Actor: evs[i].Actor, At: evs[i].At, LastAt: evs[i].LastAt, FirstAt: evs[i].FirstAt,
+			Items: evs[i:j:j]}
+		for _, e := range evs[i:j] {
+			g.Count += e.Count
+			if e.LastAt.After(g.LastAt) {
+				g.LastAt = e.LastAt
+			}
+			if !e.FirstAt.IsZero() && (g.FirstAt.IsZero() || e.FirstAt.Before(g.FirstAt)) {
+				g.FirstAt = e.FirstAt
+			}
+		}
+		out = append(out, g)
+		i = j
+	}
+	return out
 }
 
 // Conflict is a stale edit: someone saved first. The form is re-rendered

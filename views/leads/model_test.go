@@ -3,6 +3,7 @@ package leads
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPayloadTokens(t *testing.T) {
@@ -61,5 +62,49 @@ func TestCountText(t *testing.T) {
 	}
 	if humanKind("lead_enriched") != "Lead enriched" || (Lead{Phone: "+1"}).Title() != "+1" || (Lead{}).Title() != "Unnamed lead" {
 		t.Fatal("words")
+	}
+}
+
+func TestCollapseDuplicates(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2026, 12, 1, 10, m, 0, 0, time.UTC) }
+	dup := func(actor string, n, first, last int) Event {
+		return Event{Kind: "duplicate", Actor: actor, Count: n, FirstAt: at(first), LastAt: at(last), At: at(last)}
+	}
+	evs := []Event{
+		dup("Web", 4, 20, 30), dup("Web", 2, 10, 25), dup("Web", 3, 5, 28), // one storm of one sender
+		{Kind: "note_added", Actor: "Sam"},
+		dup("Web", 1, 3, 3), dup("Web", 1, 2, 2), // another run, after the note
+		dup("Typeform", 5, 1, 2), // another sender: its own row
+	}
+	got := CollapseDuplicates(evs)
+	if len(got) != 4 {
+		t.Fatalf("%d entries, want 4: %+v", len(got), got)
+	}
+	g := got[0]
+	if g.Count != 9 || !g.FirstAt.Equal(at(5)) || !g.LastAt.Equal(at(30)) || len(g.Items) != 3 {
+		t.Errorf("collapsed storm %+v", g)
+	}
+	if got[2].Count != 2 || len(got[2].Items) != 2 { // the two adjacent Web duplicates after the note
+		t.Errorf("second run %+v", got[2])
+	}
+	if got[3].Actor != "Typeform" || got[3].Items != nil {
+		t.Errorf("another sender's duplicate joined the run: %+v", got[3])
+	}
+	if !got[1].Human() || got[0].Human() || (Event{Kind: "created"}).Human() || !(Event{Kind: "created", Actor: "Sam"}).Human() {
+		t.Error("Human")
+	}
+}
+
+func TestPendingMetaLead(t *testing.T) {
+	l := Lead{SourceRef: "1234567890", Pending: PendingMeta, FormID: "560"}
+	if l.Title() != "Meta lead 1234567890" || l.PendingText() != "Details pending from Meta" || l.FormText() != "form 560" {
+		t.Errorf("%q %q %q", l.Title(), l.PendingText(), l.FormText())
+	}
+	l.Pending = PendingToken
+	if !strings.Contains(l.PendingText(), "access token") {
+		t.Error(l.PendingText())
+	}
+	if (Lead{SourceRef: "x"}).Title() != "Unnamed lead" {
+		t.Error("a lead not waiting for details")
 	}
 }

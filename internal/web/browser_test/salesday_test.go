@@ -11,9 +11,11 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 // salesDay is a tenant with an admin, a staff member and a few leads made
@@ -202,7 +204,15 @@ func TestBrowserEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"}); err != nil {
+	fb, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Meta lead as its webhook leaves it: only ids (this source has no
+	// access token to fetch the rest).
+	metaID, _, err := leads.UpsertFromSender(ctx, d.e.App.DB, d.acme.ID, fb.ID, leads.SenderRecord{SourceRef: "987654321012345",
+		Payload: []byte(`{"leadgen_id":"987654321012345","form_id":"560000000000001","page_id":"101","created_time":1764580000}`), Sightings: 1}, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A retry storm so /alerts and the chart have something to show.
@@ -247,6 +257,20 @@ func TestBrowserEveryPage(t *testing.T) {
 		admin.screenshot("page-" + p.name)
 	}
 
+	t.Log("a Meta lead waiting for its details: leadgen id, form, a chip, everywhere")
+	for _, path := range []string{"/leads", "/leads/board", "/leads/" + metaID} {
+		admin.open(path)
+		got := admin.text(`[data-testid="pending"]`)
+		if !strings.Contains(got, "connect a Meta access token") || !strings.Contains(got, "form 560000000000001") {
+			t.Errorf("%s: pending chip %q", path, got)
+		}
+		if !strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Meta lead 987654321012345") ||
+			strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Unnamed lead") {
+			t.Errorf("%s does not call it by its leadgen id", path)
+		}
+	}
+	admin.screenshot("lead-meta-pending")
+
 	t.Log("on a phone every page is reachable through More")
 	admin.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
 	admin.open("/leads")
@@ -274,7 +298,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	}
 	d := newSalesDay(t, "ui_charts")
 	ctx := context.Background()
-	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
+	src, secret, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +336,25 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	if admin.count(`[data-testid="alert-spark"] svg`) != 1 {
 		t.Error("no mini chart on the alert")
 	}
-	if admin.count(`[data-testid="alert-deliveries"][href="/sources/`+src.ID+`#deliveries"]`) != 1 {
-		t.Error("no link to the source's deliveries")
+	if admin.count(`[data-testid="alert-deliveries"][href="/monitor/sources/`+src.ID+`?alert=`+open[0].ID+`#duplicates"]`) != 1 {
+		t.Error("no link to the duplicate deliveries of the alert's window")
 	}
 	admin.screenshot("alerts-actionable")
+
+	t.Log("the alert's duplicate deliveries: a retry re-sent one of two")
+	hook := sender{t: t, url: d.e.URL + "/hooks/acme/landing", secret: secret}
+	for _, id := range []string{"evt-storm-1", "evt-storm-2", "evt-storm-1", "evt-storm-1"} {
+		if st := hook.post(id, "ref-"+id, kinds.Lead{Name: "Storm " + id, Email: id + "@example.test"}); st != 200 {
+			t.Fatalf("webhook %s: %d", id, st)
+		}
+	}
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="alert-deliveries"]`), chromedp.NodeVisible))
+	admin.waitText(`[data-testid="window-duplicates"]`, "evt-storm-1")
+	if n := admin.count(`[data-testid="window-duplicate"]`); n != 1 || !strings.Contains(admin.text(`[data-testid="window-duplicate"]`), "2 times") {
+		t.Errorf("the alert window lists %d re-sent deliveries: %q", n, admin.text(`[data-testid="window-duplicates"]`))
+	}
+	admin.screenshot("alert-duplicates")
+	admin.open("/alerts?state=all")
 
 	t.Log("the alert's chart: zoomed, span shaded")
 	admin.submit(`[data-testid="alert-chart"]`)

@@ -1,0 +1,103 @@
+package browser_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// TestBrowserTimeline: a sender that retries three deliveries over and over
+// leaves one "Duplicate ×N · last …" row that opens to show each delivery;
+// people's entries (a status change, a note) stand out from the sender's;
+// the raw payload is folded until asked for.
+func TestBrowserTimeline(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	e := apptest.New(t, "ui_timeline", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	ctx := context.Background()
+	acme := e.Tenant("acme")
+	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
+	dana := kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example", Company: "FBI", Phone: "+1 202 555 0101"}
+	for _, id := range []string{"evt-a", "evt-b", "evt-c"} {
+		if st := hook.post(id, "contact-1", dana); st != 200 {
+			t.Fatalf("webhook %s: %d", id, st)
+		}
+	}
+	var leadID string
+	deadline := time.Now().Add(20 * time.Second)
+	for e.App.DB.GetContext(ctx, &leadID, `SELECT id FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref = ? AND times_seen = 3`,
+		acme.ID, src.ID, "contact-1") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the three deliveries were never processed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	browser := startBrowser(t)
+	admin := newTab(t, browser, e.URL, "admin")
+	admin.login(acme.Admin.Email, acme.AdminPassword)
+	admin.open("/leads/" + leadID)
+	admin.choose(`#f-status`, "contacted")
+	admin.do(chromedp.SendKeys(chromedp.CSS(`#f-body`), "Called Dana, left a voicemail.", chromedp.NodeVisible))
+	admin.submit(`[data-testid="add-note"]`)
+
+	t.Log("the sender retries all three: 3 + 2 + 4 repeats")
+	for id, n := range map[string]int{"evt-a": 3, "evt-b": 2, "evt-c": 4} {
+		for range n {
+			if st := hook.post(id, "contact-1", dana); st != 200 {
+				t.Fatalf("re-post %s: %d", id, st)
+			}
+		}
+	}
+	admin.eventually("/leads/"+leadID, "one collapsed duplicate row", func() bool {
+		return admin.count(`[data-testid="timeline-item"][data-kind="duplicate"]`) == 1 &&
+			strings.Contains(admin.text(`[data-testid="duplicate-summary"]`), "Duplicate ×9")
+	})
+	if got := admin.text(`[data-testid="duplicate-summary"]`); !strings.Contains(got, "last") {
+		t.Errorf("duplicate row says %q, want the last arrival", got)
+	}
+	if run(admin, chromedp.Evaluate[bool](`document.querySelector('[data-testid="duplicate-group"]').open`)) {
+		t.Error("the duplicate row is open by default")
+	}
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="duplicate-group"] summary`), chromedp.NodeVisible))
+	if n := run(admin, chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="duplicate-item"]')].filter(li => li.checkVisibility()).length`)); n != 3 {
+		t.Errorf("opened duplicate row shows %d deliveries, want 3", n)
+	}
+	if got := admin.text(`[data-testid="duplicate-items"]`); !strings.Contains(got, "4 repeats") || !strings.Contains(got, "evt-c") {
+		t.Errorf("duplicate details %q", got)
+	}
+
+	t.Log("people's entries stand out from the sender's")
+	if n := admin.count(`[data-testid="timeline-item"][data-human="true"]`); n != 2 {
+		t.Errorf("%d human entries, want the status change and the note", n)
+	}
+	look := func(sel string) string {
+		return run(admin, chromedp.Evaluate[string](`(function(){var b=document.querySelector('`+sel+` .timeline-body');var s=getComputedStyle(b);return s.backgroundColor+"|"+s.borderLeftWidth;})()`))
+	}
+	if h, s := look(`[data-kind="note_added"]`), look(`[data-kind="delivery"]`); h == s {
+		t.Errorf("a note looks like a delivery: %s", h)
+	}
+
+	t.Log("the raw payload is folded")
+	if run(admin, chromedp.Evaluate[bool](`document.querySelector('[data-testid="payload-details"]').open || document.querySelector('[data-testid="payload"]').checkVisibility()`)) {
+		t.Error("the raw payload is open by default")
+	}
+	admin.screenshot("lead-timeline")
+	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="payload-details"] summary`), chromedp.NodeVisible))
+	if !strings.Contains(admin.text(`[data-testid="payload"]`), "dana@fbi.example") {
+		t.Error("the opened payload does not show the record")
+	}
+	admin.phoneFits("/leads/" + leadID)
+}
