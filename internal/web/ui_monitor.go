@@ -1,7 +1,9 @@
 package web
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -334,8 +336,13 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 	v := alerts.ListView{State: state, Now: time.Now()}
 	for _, a := range list {
 		row := alerts.Alert{ID: a.ID, Rule: a.Rule, SourceID: a.SourceID, SourceName: dir.sources[a.SourceID],
-			State: a.State, Summary: a.Summary(), FiredAt: a.FiredAt}
-		if row.SourceName == "" {
+			SubjectHref: "/monitor/sources/" + a.SourceID, State: a.State, Summary: a.Summary(), FiredAt: a.FiredAt}
+		switch {
+		case a.Rule == monitor.RuleEndpointDisabled: // source_id holds the endpoint's id
+			var d struct{ URL string }
+			_ = json.Unmarshal(a.Detail, &d)
+			row.SourceName, row.SubjectHref = cmp.Or(d.URL, "an outbound endpoint"), "/settings/endpoints/"+a.SourceID
+		case row.SourceName == "":
 			row.SourceName = "a deleted source"
 		}
 		if a.ResolvedAt != nil {
@@ -369,7 +376,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	bySource := map[string]*series{}
 	for _, a := range list {
-		if now.Sub(a.FiredAt) > maxAge {
+		if now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled { // about an endpoint, not a source
 			continue
 		}
 		from, to := alertZoom(a, now)
@@ -398,7 +405,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	for i, a := range list {
 		sr := bySource[a.SourceID]
-		if sr == nil || now.Sub(a.FiredAt) > maxAge {
+		if sr == nil || now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled {
 			continue
 		}
 		from, to := alertZoom(a, now)

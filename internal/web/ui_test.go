@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
@@ -631,5 +633,43 @@ func TestUIInboxViewsWithSearch(t *testing.T) {
 	}
 	if p := b.get("/leads?view=all&q=dan"); p.testid("lead-row").Length() != 1 {
 		t.Errorf("all + dan: %d rows", p.testid("lead-row").Length())
+	}
+}
+
+// An endpoint_disabled alert is about an outbound endpoint, not a source:
+// the alerts page names its URL and links to its page, with no chart.
+func TestUIEndpointDisabledAlert(t *testing.T) {
+	e := uiEnv(t, "ui_endpoint_alert")
+	a := e.Tenant("acme")
+	ctx := context.Background()
+	res := e.Do("POST", "/api/v1/endpoints", a.Token, map[string]any{"url": "https://crm.example.com/hooks", "events": []string{"lead.created"}})
+	if res.Status != 201 {
+		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
+	}
+	var ep struct{ ID, URL string }
+	res.JSON(t, &ep)
+	err := db.InTx(ctx, e.App.DB, func(tx *sqlx.Tx) error {
+		return e.App.Web.Monitor.OpenEndpointAlert(ctx, tx, a.ID, ep.ID, map[string]any{"summary": "outbound endpoint disabled", "url": ep.URL})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e)
+	b.login(a.Admin.Email, a.AdminPassword)
+	p := b.get("/alerts")
+	item := p.testid("alert")
+	if item.Length() != 1 {
+		t.Fatalf("alerts listed: %d", item.Length())
+	}
+	title := item.Find(".alert-title")
+	href, _ := title.Find("a").Attr("href")
+	if !strings.Contains(title.Text(), "Outbound endpoint disabled") || !strings.Contains(title.Text(), ep.URL) || href != "/settings/endpoints/"+ep.ID {
+		t.Fatalf("alert title %q links to %q", strings.Join(strings.Fields(title.Text()), " "), href)
+	}
+	if item.Find(`[data-testid="alert-chart"]`).Length() != 0 || item.Find(`[data-testid="alert-endpoint"]`).Length() != 1 {
+		t.Fatal("an endpoint alert offers a source chart, or no link to the endpoint")
+	}
+	if p := b.get(href); p.status != http.StatusOK {
+		t.Fatalf("the endpoint page: %d", p.status)
 	}
 }
