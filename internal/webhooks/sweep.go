@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/tenants"
 )
 
 // TypeSweep re-enqueues deliveries left unprocessed (Redis was down, a
@@ -23,6 +24,10 @@ const (
 	sweepPage   = 500
 	sweepBudget = 20000
 )
+
+// errSweepBudgetSpent stops the walk over tenants when a sweep has looked
+// at its budget of rows; the next sweep goes on from the saved cursors.
+var errSweepBudgetSpent = errors.New("sweep budget spent")
 
 // sweepCursor is the keyset position (received_at, id) a tenant's walk
 // stopped at when a sweep ran out of budget.
@@ -70,27 +75,23 @@ func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error)
 	if _, err := p.SettleArchived(ctx); err != nil {
 		p.Log.WarnContext(ctx, "settle archived delivery tasks", "err", err)
 	}
-	var tenantIDs []string
-	// Iterating tenants is the one deliberate query without a tenant filter.
-	if err := p.DB.SelectContext(ctx, &tenantIDs, `SELECT id FROM tenants ORDER BY id`); err != nil {
-		return 0, err
-	}
 	before := p.now().Add(-after)
 	budget := sweepBudget
 	if p.SweepBudget > 0 {
 		budget = p.SweepBudget
 	}
 	n := 0
-	for _, tid := range tenantIDs {
+	err := tenants.ForEach(ctx, p.DB, func(tenantID string) error {
 		if budget <= 0 {
-			break
+			return errSweepBudgetSpent
 		}
-		queued, seen, err := p.sweepTenant(ctx, tid, before, budget)
+		queued, seen, err := p.sweepTenant(ctx, tenantID, before, budget)
 		n += queued
 		budget -= seen
-		if err != nil {
-			return n, err
-		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errSweepBudgetSpent) {
+		return n, err
 	}
 	if n > 0 {
 		p.Log.InfoContext(ctx, "sweeper enqueued unprocessed deliveries", "count", n)
