@@ -19,6 +19,7 @@ func (a *App) wireLeads(ctx context.Context) error {
 	store := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
 	store.SetClock(a.Now)
 	store.Log = a.Log.With("component", "idempotency")
+	store.EachTenant = a.Tenants.ForEach
 	a.Web.Idem = &idempotency.Middleware{
 		Store:  store,
 		Tenant: web.Tenant,

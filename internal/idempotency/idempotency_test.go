@@ -41,6 +41,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	e := apptest.New(t, "idem", apptest.Options{RedisDB: apptest.RedisIdempotency})
 	r := &rig{t: t, e: e, store: idempotency.NewStore(e.App.DB, time.Hour), tenant: e.Tenant("idem-a").ID}
+	r.store.EachTenant = e.App.Tenants.ForEach
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := &idempotency.Middleware{
 		Store:      r.store,
@@ -171,16 +172,35 @@ func TestOutcomes(t *testing.T) {
 		}
 	})
 
-	t.Run("4xx is stored and replayed", func(t *testing.T) {
+	t.Run("422 is not stored: the fixed body runs under the same key", func(t *testing.T) {
 		bad := `{"email":"not-an-email"}`
-		first := r.post(r.tenant, "k-422", bad)
-		if first.status != 422 || !strings.Contains(first.body, `"email"`) {
+		for range 2 {
+			got := r.post(r.tenant, "k-422", bad)
+			if got.status != 422 || !strings.Contains(got.body, `"email"`) || got.header.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("%d %v %s", got.status, got.header, got.body)
+			}
+		}
+		fixed := r.post(r.tenant, "k-422", `{"email":"ada@example.test"}`)
+		if fixed.status != 201 || fixed.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("fixed body under the same key: %d %s", fixed.status, fixed.body)
+		}
+		if again := r.post(r.tenant, "k-422", `{"email":"ada@example.test"}`); again.body != fixed.body ||
+			again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay of the fixed body: %d %s", again.status, again.body)
+		}
+	})
+
+	t.Run("other 4xx are stored and replayed", func(t *testing.T) {
+		r.use(func(leads.Lead) error { return apperr.New(apperr.NotFound, "owner not found") })
+		first := r.post(r.tenant, "k-404", body)
+		r.use(nil)
+		if first.status != 404 {
 			t.Fatalf("%d %s", first.status, first.body)
 		}
-		again := r.post(r.tenant, "k-422", bad)
-		if again.status != 422 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" ||
+		again := r.post(r.tenant, "k-404", body)
+		if again.status != 404 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" ||
 			again.header.Get("Content-Type") != "application/problem+json" {
-			t.Fatalf("replayed 422: %d %v %s", again.status, again.header, again.body)
+			t.Fatalf("replayed 404: %d %v %s", again.status, again.header, again.body)
 		}
 	})
 

@@ -15,8 +15,11 @@ import (
 // HandlerFunc is a write handler run under a claimed key: it parses the
 // request and calls the service with key (which completes it in the
 // write's transaction, see InTx), and returns the response to send. An
-// error is rendered by Middleware.WriteError: 4xx outcomes are stored like
-// any other, 5xx release the key.
+// error is rendered by Middleware.WriteError. A request rejected by
+// validation (400, 422) is not stored under its key (Stripe's rule: the
+// write never began), so the client can fix the body and retry with the
+// same key; other 4xx outcomes (404, 409, …) are stored like any other;
+// 5xx release the key.
 type HandlerFunc func(ctx context.Context, r *http.Request, body []byte, key *Key) (Response, error)
 
 // Middleware wraps write handlers that require an Idempotency-Key.
@@ -57,8 +60,8 @@ func (m *Middleware) Wrap(h HandlerFunc) http.HandlerFunc {
 		req := Request{TenantID: m.Tenant(r), Key: key, Fingerprint: Fingerprint(r.Method, r.URL.Path, canon)}
 		out, err := m.Store.Do(r.Context(), req, func(k *Key) (Response, error) {
 			resp, err := h(r.Context(), r, body, k)
-			if err == nil || errors.Is(err, ErrClaimLost) {
-				return resp, err
+			if err == nil || errors.Is(err, ErrClaimLost) || rejectedByValidation(err) {
+				return resp, err // a validation error releases the key (rendered below)
 			}
 			return m.render(r, err), nil // stored when 4xx, released when 5xx
 		})
@@ -85,6 +88,14 @@ func (m *Middleware) Wrap(h HandlerFunc) http.HandlerFunc {
 			write(w, out.Response)
 		}
 	}
+}
+
+// rejectedByValidation reports whether err refused the request before any
+// effect: a malformed (400) or invalid (422) input. Handlers run their
+// write in one transaction (InTx), so such an error has rolled back
+// everything.
+func rejectedByValidation(err error) bool {
+	return apperr.Is(err, apperr.Invalid) || apperr.Is(err, apperr.BadRequest)
 }
 
 // render is what WriteError answers for err, as a response to store.

@@ -16,7 +16,6 @@ import (
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
-	"leadpipe/internal/tenants"
 )
 
 // Row states.
@@ -41,8 +40,13 @@ var ErrClaimLost = errors.New("idempotency: claim taken over by a retry")
 // Store keeps keys and their outcomes in MySQL (table idempotency_keys).
 // Settings are atomics so tests can change them while the server runs.
 type Store struct {
-	DB    *sqlx.DB
-	Log   *slog.Logger // claims that could not be released (nil: silent)
+	DB  *sqlx.DB
+	Log *slog.Logger // claims that could not be released (nil: silent)
+	// EachTenant visits every tenant (tenants.Service.ForEach, the one
+	// for-each-tenant iterator); Purge walks the keys tenant by tenant. It
+	// is injected because the tenants area creates users and tokens under
+	// keys of this store, so it imports this package.
+	EachTenant func(ctx context.Context, fn func(tenantID string) error) error
 	ttl   atomic.Int64
 	lock  atomic.Int64
 	clock atomic.Pointer[func() time.Time]
@@ -273,7 +277,10 @@ const purgeBatch = 1000
 func (s *Store) Purge(ctx context.Context) (int, error) {
 	now := s.now()
 	total := 0
-	err := tenants.ForEach(ctx, s.DB, func(tenantID string) error {
+	if s.EachTenant == nil {
+		return 0, errors.New("idempotency: Store.EachTenant is not set")
+	}
+	err := s.EachTenant(ctx, func(tenantID string) error {
 		for {
 			res, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys
 				WHERE tenant_id = ? AND expires_at <= ? AND (state = 'completed' OR locked_until <= ?) LIMIT ?`,

@@ -55,6 +55,10 @@ type Bucket struct {
 	DeadLetters    int64     `json:"dead_letters"`
 	ReconcileNew   int64     `json:"reconcile_new"`
 	ReconcileKnown int64     `json:"reconcile_known"`
+	// ProcessingFailures counts deliveries marked failed; Backfill the
+	// records a source's first reconcile run brought in (not loss).
+	ProcessingFailures int64 `json:"processing_failures"`
+	Backfill           int64 `json:"backfill"`
 }
 
 // MaxBuckets bounds one Stats answer.
@@ -91,7 +95,8 @@ func (s *Service) Stats(ctx context.Context, tenantID, sourceID string, from, to
 		c := got[t]
 		out[i] = Bucket{T: time.Unix(t, 0).UTC(), Deliveries: c[iDeliveries], Duplicates: c[iDuplicates],
 			DuplicateRate: round6(Rate(c[iDuplicates], c[iDeliveries])), Rejected: c[iRejected], DeadLetters: c[iDeadLetters],
-			ReconcileNew: c[iReconcileNew], ReconcileKnown: c[iReconcileKnown]}
+			ReconcileNew: c[iReconcileNew], ReconcileKnown: c[iReconcileKnown],
+			ProcessingFailures: c[iProcessingFailures], Backfill: c[iBackfill]}
 	}
 	return out, nil
 }

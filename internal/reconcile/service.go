@@ -24,6 +24,7 @@ type RunView struct {
 	Records    int        `json:"records"`
 	New        int        `json:"new"`
 	Known      int        `json:"known"`
+	Backfill   int        `json:"backfill"` // the first run's records: back-fill, not webhook loss
 	Errors     int        `json:"errors"`
 	LastError  *string    `json:"last_error"`
 }
@@ -31,7 +32,7 @@ type RunView struct {
 // View returns the API shape of r.
 func (r Run) View() RunView {
 	return RunView{ID: r.ID, State: r.State, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Pages: r.Pages,
-		Records: r.Records, New: r.New, Known: r.Known, Errors: r.Errors, LastError: r.LastError}
+		Records: r.Records, New: r.New, Known: r.Known, Backfill: r.Backfill, Errors: r.Errors, LastError: r.LastError}
 }
 
 // checkReconcilable answers 422 with a message that says what to set.

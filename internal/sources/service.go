@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/atrest"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 )
 
@@ -87,6 +88,13 @@ func deref(p *string) string {
 
 // Create adds a source and returns it with its (generated or given) secret.
 func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (Source, string, error) {
+	return s.CreateOnce(ctx, tenantID, in, idempotency.Once[Source]{})
+}
+
+// CreateOnce is Create under a claimed idempotency key (a form's
+// per-render key): the key completes in the transaction that inserts the
+// source and its secret.
+func (s *Service) CreateOnce(ctx context.Context, tenantID string, in CreateInput, once idempotency.Once[Source]) (Source, string, error) {
 	in.Slug = strings.TrimSpace(in.Slug)
 	in.Name = strings.TrimSpace(in.Name)
 	f := map[string]string{}
@@ -134,11 +142,11 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 	if secret == "" {
 		secret = s.generateSecret(in.Kind)
 	}
-	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+	src, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Source, error) {
 		if err := insertSource(ctx, tx, src); err != nil {
-			return err
+			return src, err
 		}
-		return insertSecret(ctx, tx, tenantID, src.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, src.ID, "secret")), now)
+		return src, insertSecret(ctx, tx, tenantID, src.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, src.ID, "secret")), now)
 	})
 	if err != nil {
 		return Source{}, "", err

@@ -15,6 +15,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 )
 
@@ -154,6 +155,14 @@ type CreateUserInput struct {
 
 // CreateUser adds a user to a tenant.
 func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUserInput) (User, error) {
+	return s.CreateUserOnce(ctx, tenantID, in, idempotency.Once[User]{})
+}
+
+// CreateUserOnce is CreateUser under a claimed idempotency key (a form's
+// per-render key): the key completes in the transaction that inserts the
+// user, so a double submit makes one user and a crash between the two
+// cannot leave a user whose form may be sent again.
+func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in CreateUserInput, once idempotency.Once[User]) (User, error) {
 	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
 	in.Name = strings.TrimSpace(in.Name)
 	f := map[string]string{}
@@ -177,8 +186,7 @@ func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUser
 		return User{}, err
 	}
 	u := User{TenantID: tenantID, ID: ids.New(), Email: in.Email, Name: in.Name, Role: in.Role, CreatedAt: s.now()}
-	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return insertUser(ctx, tx, u, hash) })
-	return u, err
+	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (User, error) { return u, insertUser(ctx, tx, u, hash) })
 }
 
 // User returns one user of the tenant.
@@ -261,12 +269,22 @@ func hashToken(plain string) []byte {
 
 // CreateToken issues an API token; the plaintext is returned only here.
 func (s *Service) CreateToken(ctx context.Context, tenantID, name string, createdBy *string) (Token, string, error) {
+	return s.CreateTokenOnce(ctx, tenantID, name, createdBy, idempotency.Once[Token]{})
+}
+
+// CreateTokenOnce is CreateToken under a claimed idempotency key: the key
+// completes in the transaction that inserts the token.
+func (s *Service) CreateTokenOnce(ctx context.Context, tenantID, name string, createdBy *string, once idempotency.Once[Token]) (Token, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return Token{}, "", apperr.InvalidFields(map[string]string{"name": "is required (at most 200 characters)"})
 	}
 	t, plain := newToken(tenantID, name, createdBy, s.now())
-	return t, plain, insertToken(ctx, s.DB, t, hashToken(plain))
+	t, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) { return t, insertToken(ctx, tx, t, hashToken(plain)) })
+	if err != nil {
+		return Token{}, "", err
+	}
+	return t, plain, nil
 }
 
 // Tokens lists a tenant's tokens (never their secrets).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"time"
 
@@ -34,9 +35,11 @@ const inProgressWait = 5 * time.Second
 // uiOnce runs create at most once per form key (the Idempotency-Key store
 // of the API, keys prefixed "ui:"). It returns where to go next: a
 // repeated submit of the same rendered form (a double click) gets the
-// first submit's location. A service whose write runs in one transaction
-// takes k and completes it there (idempotency.Once); for the others the
-// key completes right after create returns.
+// first submit's location. create hands k to the owning service, which
+// completes it in the transaction of the record it creates
+// (idempotency.Once: users, tokens, sources, leads, notes, bulk edits), so
+// a crash between the two cannot let the form create a second record. A
+// create that ignores k has its key completed right after it returns.
 func (s *Server) uiOnce(ctx context.Context, tenantID, key, form string, create func(k *idempotency.Key) (string, error)) (string, error) {
 	if !validFormKey(key) {
 		return "", apperr.New(apperr.BadRequest, "the form is out of date: reload the page and try again")
@@ -50,6 +53,11 @@ func (s *Server) uiOnce(ctx context.Context, tenantID, key, form string, create 
 		}
 		return idempotency.SeeOther(loc), nil
 	})
+	if errors.Is(err, idempotency.ErrClaimLost) {
+		// A repeated submit took the claim over after its lock deadline and
+		// this one's record rolled back: the other submit's is the one.
+		return "", apperr.New(apperr.Conflict, "this form is still being saved: reload the page in a moment")
+	}
 	if err != nil {
 		return "", err
 	}

@@ -50,12 +50,12 @@ func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 	in := tenants.CreateUserInput{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),
 		Password: r.PostFormValue("password"), Role: r.PostFormValue("role")}
 	form := settings.UserForm{Name: in.Name, Email: in.Email, Role: in.Role, Key: r.PostFormValue("key")}
-	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func(*idempotency.Key) (string, error) {
-		u, err := s.Tenants.CreateUser(r.Context(), sess.Tenant.ID, in)
-		if err != nil {
-			return "", err
-		}
-		return "/settings/users#user-" + u.ID, nil
+	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func(k *idempotency.Key) (string, error) {
+		u, err := s.Tenants.CreateUserOnce(r.Context(), sess.Tenant.ID, in, idempotency.Once[tenants.User]{Key: k,
+			Respond: func(u tenants.User) (idempotency.Response, error) {
+				return idempotency.SeeOther("/settings/users#user-" + u.ID), nil
+			}})
+		return "/settings/users#user-" + u.ID, err
 	})
 	if err != nil {
 		switch apperr.CodeOf(err) {
@@ -192,9 +192,10 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	var secret string
-	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(*idempotency.Key) (string, error) {
+	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(k *idempotency.Key) (string, error) {
 		by := sess.User.ID
-		_, plain, err := s.Tenants.CreateToken(r.Context(), sess.Tenant.ID, name, &by)
+		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, name, &by, idempotency.Once[tenants.Token]{Key: k,
+			Respond: func(tenants.Token) (idempotency.Response, error) { return idempotency.SeeOther("/settings/tokens"), nil }})
 		secret = plain
 		return "/settings/tokens", err
 	})
