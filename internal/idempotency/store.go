@@ -47,9 +47,9 @@ type Store struct {
 	// is injected because the tenants area creates users and tokens under
 	// keys of this store, so it imports this package.
 	EachTenant func(ctx context.Context, fn func(tenantID string) error) error
-	ttl   atomic.Int64
-	lock  atomic.Int64
-	clock atomic.Pointer[func() time.Time]
+	ttl        atomic.Int64
+	lock       atomic.Int64
+	clock      atomic.Pointer[func() time.Time]
 }
 
 // NewStore returns a store whose keys live for ttl (24 h when zero).

@@ -195,7 +195,9 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(k *idempotency.Key) (string, error) {
 		by := sess.User.ID
 		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, name, &by, idempotency.Once[tenants.Token]{Key: k,
-			Respond: func(tenants.Token) (idempotency.Response, error) { return idempotency.SeeOther("/settings/tokens"), nil }})
+			Respond: func(tenants.Token) (idempotency.Response, error) {
+				return idempotency.SeeOther("/settings/tokens"), nil
+			}})
 		secret = plain
 		return "/settings/tokens", err
 	})

@@ -70,7 +70,9 @@ func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, f.Key, "sources", func(k *idempotency.Key) (string, error) {
 		src, sec, err := s.Sources.CreateOnce(r.Context(), sess.Tenant.ID, in, idempotency.Once[sources.Source]{Key: k,
-			Respond: func(src sources.Source) (idempotency.Response, error) { return idempotency.SeeOther("/sources/" + src.ID), nil }})
+			Respond: func(src sources.Source) (idempotency.Response, error) {
+				return idempotency.SeeOther("/sources/" + src.ID), nil
+			}})
 		secret = sec
 		return "/sources/" + src.ID, err
 	})
