@@ -63,12 +63,8 @@ func (s *Service) Trigger(ctx context.Context, tenantID, sourceID string) (strin
 		return "", err
 	}
 	for range 5 {
-		now := s.now()
-		if _, err := abandonStale(ctx, s.DB, tenantID, src.ID, now.Add(-s.staleAfter()), now); err != nil {
-			return "", err
-		}
-		run := Run{TenantID: tenantID, ID: ids.New(), SourceID: src.ID, Trigger: TriggerManual, StartedAt: now}
-		claimed, err := insertRun(ctx, s.DB, run)
+		run := Run{TenantID: tenantID, ID: ids.New(), SourceID: src.ID, Trigger: TriggerManual, StartedAt: s.now()}
+		claimed, err := s.claimRun(ctx, run)
 		if err != nil {
 			return "", err
 		}

@@ -50,17 +50,33 @@ func runningRun(ctx context.Context, x db.Ext, tenantID, sourceID string) (Run, 
 // abandonStale fails running runs that made no progress since before (their
 // worker died, or Redis lost the task), so they stop blocking new runs.
 // sourceID "" means every source of the tenant.
+//
+// The stale runs are found with a plain read and failed by primary key:
+// the lock order of finishRun (the row, then its running_key entry). An
+// UPDATE through the running_key index locks the index entry first and
+// deadlocks (1213) with a run that finishes at that moment
+// (TestReconcileConcurrentRunsOfOneSource).
 func abandonStale(ctx context.Context, x db.Ext, tenantID, sourceID string, before, now time.Time) (int64, error) {
-	q := `UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
-		WHERE tenant_id = ? AND running_key IS NOT NULL AND heartbeat_at < ?`
-	args := []any{StateFailed, now, "abandoned: no progress since " + before.Format(time.RFC3339) + " (the worker stopped or the task was lost)",
-		tenantID, before}
+	q := `SELECT id FROM reconcile_runs WHERE tenant_id = ? AND running_key IS NOT NULL AND heartbeat_at < ?`
+	args := []any{tenantID, before}
 	if sourceID != "" {
-		q = `UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
-			WHERE tenant_id = ? AND running_key = ? AND heartbeat_at < ?`
-		args = []any{args[0], args[1], args[2], tenantID, sourceID, before}
+		q = `SELECT id FROM reconcile_runs WHERE tenant_id = ? AND running_key = ? AND heartbeat_at < ?`
+		args = []any{tenantID, sourceID, before}
 	}
-	res, err := x.ExecContext(ctx, q, args...)
+	var ids []string
+	if err := x.SelectContext(ctx, &ids, q, args...); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	// The WHERE repeats the staleness test: a run whose heartbeat moved
+	// since the read is alive and stays running.
+	upd, updArgs, err := sqlx.In(`UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
+		WHERE tenant_id = ? AND id IN (?) AND running_key IS NOT NULL AND heartbeat_at < ?`,
+		StateFailed, now, "abandoned: no progress since "+before.Format(time.RFC3339)+" (the worker stopped or the task was lost)",
+		tenantID, ids, before)
+	if err != nil {
+		return 0, err
+	}
+	res, err := x.ExecContext(ctx, upd, updArgs...)
 	if err != nil {
 		return 0, err
 	}

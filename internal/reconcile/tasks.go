@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/tenants"
@@ -179,13 +181,46 @@ func (s *Service) RunNow(ctx context.Context, tenantID, runID string) (Run, erro
 // stale after StaleAfter and the next window runs.
 func (s *Service) claimWindow(ctx context.Context, tenantID, sourceID string, window time.Time) (Run, bool, error) {
 	now := s.now()
-	if _, err := abandonStale(ctx, s.DB, tenantID, sourceID, now.Add(-s.staleAfter()), now); err != nil {
-		return Run{}, false, err
-	}
 	run := Run{TenantID: tenantID, ID: ids.New(), SourceID: sourceID, State: StateRunning, Trigger: TriggerScheduled,
 		WindowStart: &window, StartedAt: now, HeartbeatAt: now}
-	claimed, err := insertRun(ctx, s.DB, run)
+	claimed, err := s.claimRun(ctx, run)
 	return run, claimed, err
+}
+
+// claimAttempts bounds claimRun's retries after deadlocks.
+const claimAttempts = 8
+
+// claimRun fails the source's stale run, if any, and claims run as the
+// source's running run; false means another run holds the source (or the
+// window has its run). A claim races the release of the previous run:
+// when finishRun takes the source's running_key entry away while several
+// claims wait on it with shared locks, MariaDB makes all but one of them
+// deadlock victims (1213, FACTS.md: a claim that goes away). A victim
+// changed nothing, so it simply claims again, as does one whose stale-run
+// check lost a lock race.
+func (s *Service) claimRun(ctx context.Context, run Run) (bool, error) {
+	var err error
+	for attempt := range claimAttempts {
+		if attempt > 0 {
+			// Full jitter keeps the victims from colliding again.
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt))):
+			}
+		}
+		now := run.StartedAt
+		if _, err = abandonStale(ctx, s.DB, run.TenantID, run.SourceID, now.Add(-s.staleAfter()), now); err == nil {
+			var claimed bool
+			if claimed, err = insertRun(ctx, s.DB, run); err == nil {
+				return claimed, nil
+			}
+		}
+		if !db.Retryable(err) {
+			return false, err
+		}
+	}
+	return false, err
 }
 
 // HandlePurge is TypePurge's handler: finished runs older than Retention go.

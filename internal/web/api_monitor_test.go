@@ -31,6 +31,8 @@ func TestMonitorStatsAPI(t *testing.T) {
 	rec.Add(acme.ID, src.ID, monitor.Deliveries, 50, t0.Add(61*time.Minute))
 	rec.Add(acme.ID, src.ID, monitor.Duplicates, 5, t0.Add(62*time.Minute))
 	rec.Add(acme.ID, src.ID, monitor.Rejected, 2, t0.Add(63*time.Minute))
+	rec.Add(acme.ID, src.ID, monitor.ProcessingFailures, 3, t0.Add(64*time.Minute))
+	rec.Add(acme.ID, src.ID, monitor.Backfill, 7, t0.Add(65*time.Minute))
 	rec.Add(other.ID, otherSrc.ID, monitor.Deliveries, 999, t0.Add(61*time.Minute))
 	if err := rec.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -49,19 +51,20 @@ func TestMonitorStatsAPI(t *testing.T) {
 	if len(raw.Buckets) != 3 {
 		t.Fatalf("buckets: %s", res.Body)
 	}
-	for _, k := range []string{"t", "deliveries", "duplicates", "duplicate_rate", "rejected", "dead_letters", "reconcile_new", "reconcile_known"} {
+	for _, k := range []string{"t", "deliveries", "duplicates", "duplicate_rate", "rejected", "dead_letters", "reconcile_new", "reconcile_known",
+		"processing_failures", "backfill"} {
 		if _, ok := raw.Buckets[1][k]; !ok {
 			t.Fatalf("bucket lacks %q: %s", k, res.Body)
 		}
 	}
-	if len(raw.Buckets[1]) != 8 {
+	if len(raw.Buckets[1]) != 10 {
 		t.Fatalf("bucket has extra keys: %s", res.Body)
 	}
 	var out struct{ Buckets []monitor.Bucket }
 	res.JSON(t, &out)
 	b := out.Buckets[1]
 	if !b.T.Equal(t0.Add(time.Hour)) || b.Deliveries != 50 || b.Duplicates != 5 || b.DuplicateRate != 0.1 || b.Rejected != 2 ||
-		out.Buckets[0].Deliveries != 0 || out.Buckets[2].Deliveries != 0 {
+		b.ProcessingFailures != 3 || b.Backfill != 7 || out.Buckets[0].Deliveries != 0 || out.Buckets[2].Deliveries != 0 {
 		t.Fatalf("values: %s", res.Body)
 	}
 	if string(raw.Buckets[1]["t"]) != `"2026-11-02T11:00:00Z"` {

@@ -113,7 +113,7 @@ func TestReconcileAPI(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"errors", "finished_at", "id", "known", "last_error", "new", "pages", "records", "started_at", "state"}
+	want := []string{"backfill", "errors", "finished_at", "id", "known", "last_error", "new", "pages", "records", "started_at", "state"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("item keys %v, want %v", keys, want)
 	}
@@ -134,7 +134,7 @@ func TestReconcileAPI(t *testing.T) {
 	items, next = list("?limit=1&cursor=" + *next)
 	if len(items) != 1 || items[0]["id"] != ids[0] || next != nil || items[0]["state"] != "succeeded" ||
 		// The source's first run is its back-fill: its record is not webhook loss.
-		items[0]["records"] != 1.0 || items[0]["new"] != 0.0 || items[0]["finished_at"] == nil {
+		items[0]["records"] != 1.0 || items[0]["new"] != 0.0 || items[0]["backfill"] != 1.0 || items[0]["finished_at"] == nil {
 		t.Fatalf("page 2: %v %v", items, next)
 	}
 }
