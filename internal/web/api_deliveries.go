@@ -48,7 +48,12 @@ type PreviewItem struct {
 	State      string            `json:"state"`
 	NaturalKey *string           `json:"natural_key"`
 	Fields     map[string]string `json:"fields"`
-	Error      *string           `json:"error"`
+	// EventTime is the sender's time of the record (the kind's event time,
+	// a generic source's event_time_path): a newer record wins, an older
+	// one changes nothing (PRODUCT.md §4 "Record order"). null: none, the
+	// order of receipt decides.
+	EventTime *time.Time `json:"event_time"`
+	Error     *string    `json:"error"`
 }
 
 // DeliveryAdmin lists, reprocesses and previews a source's deliveries

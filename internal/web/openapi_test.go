@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	"go.yaml.in/yaml/v3"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/monitor"
+	"leadpipe/internal/reconcile"
 	"leadpipe/internal/web"
 )
 
@@ -128,4 +133,46 @@ func stripComments(b []byte) []byte {
 		}
 	}
 	return out.Bytes()
+}
+
+// TestOpenAPISchemasMatchResponses: the documented properties of the
+// response schemas are exactly the JSON fields the handlers send (a
+// counter added to the stats or a run, or a preview's event time, is
+// documented, and nothing documented is missing).
+func TestOpenAPISchemasMatchResponses(t *testing.T) {
+	var spec struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(web.OpenAPISpec, &spec); err != nil {
+		t.Fatal(err)
+	}
+	for schema, v := range map[string]any{
+		"StatsBucket":    monitor.Bucket{},
+		"ReconcileRun":   reconcile.RunView{},
+		"SourceDelivery": web.DeliveryItem{},
+		"PreviewItem":    web.PreviewItem{},
+	} {
+		t.Run(schema, func(t *testing.T) {
+			var documented []string
+			for k := range spec.Components.Schemas[schema].Properties {
+				documented = append(documented, k)
+			}
+			var sent []string
+			rt := reflect.TypeOf(v)
+			for i := range rt.NumField() {
+				if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+					sent = append(sent, name)
+				}
+			}
+			sort.Strings(documented)
+			sort.Strings(sent)
+			if !slices.Equal(documented, sent) {
+				t.Fatalf("openapi.yaml %s documents %v; the response sends %v", schema, documented, sent)
+			}
+		})
+	}
 }

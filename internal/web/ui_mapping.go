@@ -11,6 +11,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
 	srcviews "leadpipe/views/sources"
 )
 
@@ -20,20 +21,10 @@ var mappingFields = []struct{ name, label string }{
 	{"phone", "Phone"}, {"company", "Company"}, {"created_at", "Created at"},
 }
 
-// genericConfig is a generic source's config as the editor reads it.
-type genericConfig struct {
-	SignatureHeader  string            `json:"signature_header,omitempty"`
-	Encoding         string            `json:"encoding,omitempty"`
-	Prefix           string            `json:"prefix,omitempty"`
-	DeliveryIDHeader string            `json:"delivery_id_header,omitempty"`
-	DeliveryIDPath   string            `json:"delivery_id_path,omitempty"`
-	NaturalKeyPath   string            `json:"natural_key_path"`
-	Fields           map[string]string `json:"fields,omitempty"`
-}
-
-func mappingFromConfig(c genericConfig) *srcviews.Mapping {
+func mappingFromConfig(c kinds.GenericConfig) *srcviews.Mapping {
 	m := &srcviews.Mapping{SignatureHeader: c.SignatureHeader, Encoding: c.Encoding, Prefix: c.Prefix,
-		DeliveryIDHeader: c.DeliveryIDHeader, DeliveryIDPath: c.DeliveryIDPath, NaturalKeyPath: c.NaturalKeyPath}
+		DeliveryIDHeader: c.DeliveryIDHeader, DeliveryIDPath: c.DeliveryIDPath, NaturalKeyPath: c.NaturalKeyPath,
+		EventTimePath: c.EventTimePath}
 	if m.Encoding == "" {
 		m.Encoding = "hex"
 	}
@@ -44,11 +35,11 @@ func mappingFromConfig(c genericConfig) *srcviews.Mapping {
 }
 
 // mappingForm reads the editor's form into a config.
-func mappingForm(r *http.Request) genericConfig {
+func mappingForm(r *http.Request) kinds.GenericConfig {
 	v := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
-	c := genericConfig{SignatureHeader: v("signature_header"), Encoding: v("encoding"), Prefix: v("prefix"),
+	c := kinds.GenericConfig{SignatureHeader: v("signature_header"), Encoding: v("encoding"), Prefix: v("prefix"),
 		DeliveryIDHeader: v("delivery_id_header"), DeliveryIDPath: v("delivery_id_path"), NaturalKeyPath: v("natural_key_path"),
-		Fields: map[string]string{}}
+		EventTimePath: v("event_time_path"), Fields: map[string]string{}}
 	for _, f := range mappingFields {
 		if p := v("field_" + f.name); p != "" {
 			c.Fields[f.name] = p
@@ -92,7 +83,7 @@ func (s *Server) uiMappingPreview(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		for _, it := range items {
 			row := srcviews.PreviewRow{ID: it.DeliveryID, State: it.State, Email: it.Fields["email"], Name: it.Fields["name"],
-				Phone: it.Fields["phone"], Company: it.Fields["company"]}
+				Phone: it.Fields["phone"], Company: it.Fields["company"], EventTime: it.EventTime}
 			if it.NaturalKey != nil {
 				row.NaturalKey = *it.NaturalKey
 			}

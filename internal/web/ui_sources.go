@@ -14,6 +14,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
 	srcviews "leadpipe/views/sources"
 )
 
@@ -228,7 +229,7 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 	}
 	if src.Kind == "generic" {
 		if mapping == nil {
-			var c genericConfig
+			var c kinds.GenericConfig
 			_ = json.Unmarshal(src.Config, &c)
 			mapping = mappingFromConfig(c)
 		}

@@ -501,5 +501,9 @@ func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
 	if l.CreatedAt != nil {
 		it.Fields["created_at"] = l.CreatedAt.UTC().Format(time.RFC3339)
 	}
+	if l.EventTime != nil {
+		t := l.EventTime.UTC()
+		it.EventTime = &t
+	}
 	return it
 }

@@ -32,9 +32,10 @@ func TestBrowserMappingEditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 3
+	sentAt := time.Now()
 	for i := 0; i < n; i++ {
 		body := kinds.SampleBody(kinds.Generic, fmt.Sprintf("evt-%d", i), fmt.Sprintf("lead-%d", i),
-			kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, time.Now())
+			kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, sentAt)
 		h, b, err := kinds.Sign(kinds.Generic, wrong, secret, fmt.Sprintf("evt-%d", i), body, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -93,6 +94,20 @@ func TestBrowserMappingEditor(t *testing.T) {
 			t.Fatalf("preview misses lead-%d: %s", i, keys)
 		}
 	}
+	// The event time path: the preview shows each record's time (the
+	// sample's event.created_at), and arrival order before it is set.
+	if got := tb.text(`[data-testid="preview-event-time"]`); !strings.Contains(got, "arrival order") {
+		t.Fatalf("event time before a path is set: %q", got)
+	}
+	tb.do(chromedp.SendKeys(chromedp.CSS(`input[name=event_time_path]`), "$.event.created_at"))
+	sent := sentAt.UTC().Format("2006-01-02 15:04")
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(tb.text(`[data-testid="preview-event-time"]`), sent) {
+		if time.Now().After(deadline) {
+			t.Fatalf("preview does not show the event time %s: %s", sent, tb.text(`[data-testid="mapping-preview"]`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	var leads int
 	_ = e.App.DB.Get(&leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID)
 	if leads != 0 {
@@ -104,6 +119,11 @@ func TestBrowserMappingEditor(t *testing.T) {
 	tb.submit(`[data-testid="mapping-save"]`)
 	if !strings.Contains(tb.text(`main`), "Mapping saved") {
 		t.Fatal("no saved notice")
+	}
+	saved, err := e.App.Sources.Get(context.Background(), ten.ID, src.ID)
+	if err != nil || !strings.Contains(string(saved.Config), `"event_time_path":"$.event.created_at"`) ||
+		!strings.Contains(string(saved.Config), `"natural_key_path":"$.lead.id"`) {
+		t.Fatalf("saved config %s (%v)", saved.Config, err)
 	}
 	tb.submit(`[data-testid="reprocess-failed"]`)
 	apptest.Eventually(t, 20*time.Second, "one lead per delivery", func() bool {
