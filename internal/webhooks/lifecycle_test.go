@@ -294,6 +294,7 @@ type previewItem struct {
 	State      string            `json:"state"`
 	NaturalKey *string           `json:"natural_key"`
 	Fields     map[string]string `json:"fields"`
+	EventTime  *time.Time        `json:"event_time"`
 	Error      *string           `json:"error"`
 }
 
@@ -349,6 +350,18 @@ func TestGenericWrongPathFixAndReprocess(t *testing.T) {
 		if it.NaturalKey == nil || !strings.HasPrefix(*it.NaturalKey, "lead-") || it.Error != nil || it.State != "failed" ||
 			!strings.HasSuffix(it.Fields["email"], "@example.com") {
 			t.Fatalf("preview item: %+v", it)
+		}
+	}
+	// With an event time path, each item carries the record's own time.
+	var timed map[string]any
+	if err := json.Unmarshal(good, &timed); err != nil {
+		t.Fatal(err)
+	}
+	timed["event_time_path"] = "$.event.created_at"
+	e.Do("POST", "/api/v1/sources/"+src.ID+"/preview", ten.Token, map[string]any{"config": timed}).JSON(t, &pv)
+	for _, it := range pv.Items {
+		if it.EventTime == nil || time.Since(*it.EventTime) > time.Hour {
+			t.Fatalf("preview item without the event time: %+v", it)
 		}
 	}
 	// The current (wrong) mapping previews as the error it is.
