@@ -226,6 +226,19 @@ func TestRetriesExhaustedMarksFailedThenReprocess(t *testing.T) {
 	if c := count(t, e, `SELECT COALESCE(SUM(processing_failures), 0) FROM source_stats_minute WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); c != 1 {
 		t.Fatalf("processing_failures = %d, want 1", c)
 	}
+	var stats struct {
+		Buckets []struct {
+			ProcessingFailures int `json:"processing_failures"`
+		} `json:"buckets"`
+	}
+	e.Do("GET", "/api/v1/sources/"+s.ID+"/stats", ten.Token, nil).JSON(t, &stats)
+	failures := 0
+	for _, b := range stats.Buckets {
+		failures += b.ProcessingFailures
+	}
+	if failures != 1 {
+		t.Fatalf("the stats API counts %d processing failures, want 1", failures)
+	}
 	if err := svc.Evaluate(ctx, time.Now().Truncate(time.Minute).Add(time.Minute+monitor.EvaluateLag)); err != nil {
 		t.Fatal(err)
 	}
