@@ -45,8 +45,7 @@ var tenantKeyExceptions = map[string]string{
 	"internal/tenants.getLogin":        "login by email: user_logins is the global email → tenant lookup table (a lookup vindex under Vitess)",
 	// Deliberate iteration over every tenant (periodic work, operators).
 	"internal/tenants.listTenants":          "operator command `tenant list`",
-	"internal/tenants.tenantIDsAfter":       "tenants.ForEach, the one iterator of periodic work over every tenant (reconcile tick, purges, alert evaluation)",
-	"internal/webhooks.Processor.Sweep":     "the sweeper visits every tenant's backlog",
+	"internal/tenants.tenantIDsAfter":       "tenants.ForEach, the one iterator of periodic work over every tenant (reconcile tick, purges, alert evaluation, the delivery sweeper)",
 	"internal/monitor.openAlertsAllTenants": "the /metrics gauge of open alerts across tenants (a scatter query under Vitess)",
 }
 
