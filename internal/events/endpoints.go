@@ -15,6 +15,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
+	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 )
 
@@ -140,6 +141,12 @@ func checkEvents(in []string) ([]string, string) {
 
 // Create adds an endpoint and returns it with its secret (given or generated).
 func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (Endpoint, error) {
+	return s.CreateOnce(ctx, tenantID, in, idempotency.Once[Endpoint]{})
+}
+
+// CreateOnce is Create whose idempotency key (a UI form's per-render key)
+// completes in the transaction that stores the endpoint.
+func (s *Service) CreateOnce(ctx context.Context, tenantID string, in CreateInput, once idempotency.Once[Endpoint]) (Endpoint, error) {
 	f := map[string]string{}
 	if msg := s.checkURL(in.URL); msg != "" {
 		f["url"] = msg
@@ -164,11 +171,11 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput) (
 	now := s.now()
 	ep := Endpoint{TenantID: tenantID, ID: ids.New(), URL: strings.TrimSpace(in.URL), Description: in.Description,
 		Events: evs, Enabled: in.Enabled == nil || *in.Enabled, CreatedAt: now, UpdatedAt: now}
-	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+	ep, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Endpoint, error) {
 		if err := insertEndpoint(ctx, tx, ep); err != nil {
-			return err
+			return ep, err
 		}
-		return insertSecret(ctx, tx, tenantID, ep.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, ep.ID)), now, nil)
+		return ep, insertSecret(ctx, tx, tenantID, ep.ID, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, ep.ID)), now, nil)
 	})
 	if err != nil {
 		return Endpoint{}, db.MapErr(err, "endpoint not found", "endpoint already exists")

@@ -85,8 +85,11 @@ func (s *Server) uiCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		Events: r.PostForm["events"]}
 	form := epviews.Form{URL: in.URL, Description: in.Description, Events: in.Events, Key: r.PostFormValue("key")}
 	var created events.Endpoint
-	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "endpoints", func(*idempotency.Key) (string, error) {
-		ep, err := s.Events.Create(r.Context(), sess.Tenant.ID, in)
+	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "endpoints", func(k *idempotency.Key) (string, error) {
+		ep, err := s.Events.CreateOnce(r.Context(), sess.Tenant.ID, in, idempotency.Once[events.Endpoint]{Key: k,
+			Respond: func(ep events.Endpoint) (idempotency.Response, error) {
+				return idempotency.SeeOther("/settings/endpoints/" + ep.ID), nil
+			}})
 		created = ep
 		return "/settings/endpoints/" + ep.ID, err
 	})

@@ -29,6 +29,11 @@ var uiForms = []struct {
 			return url.Values{"name": {"Typeform"}, "slug": {"tf-" + formSuffix(i)}, "kind": {"typeform"}}
 		},
 		`SELECT COUNT(*) FROM sources WHERE tenant_id = ? AND name = 'Typeform'`},
+	{"endpoints", "/settings/endpoints", "endpoint-form", "/settings/endpoints",
+		func(i int) url.Values {
+			return url.Values{"url": {"https://crm.example.com/hooks/" + formSuffix(i)}, "description": {"CRM sync"}, "events": {"lead.created"}}
+		},
+		`SELECT COUNT(*) FROM event_endpoints WHERE tenant_id = ? AND description = 'CRM sync'`},
 }
 
 func formSuffix(i int) string { return string(rune('a' + i)) }
