@@ -82,9 +82,15 @@ func (p *Processor) MarkFailed(ctx context.Context, tenantID, id string, attempt
 	if err := p.DB.GetContext(ctx, &sourceID, `SELECT source_id FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
 		return true, err
 	}
+	p.countFailure(ctx, tenantID, sourceID, id, cause, now)
+	return true, nil
+}
+
+// countFailure counts a delivery that just became `failed` (once: the
+// caller changed its row) in processing_failures and logs it.
+func (p *Processor) countFailure(ctx context.Context, tenantID, sourceID, id, cause string, now time.Time) {
 	p.stats().Add(tenantID, sourceID, monitor.ProcessingFailures, 1, now)
 	p.Log.WarnContext(ctx, "delivery processing failed", "tenant_id", tenantID, "delivery", id, "err", cause)
-	return true, nil
 }
 
 // markFailed is MarkFailed for the task handler: a database error is

@@ -10,6 +10,7 @@ import (
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -167,13 +168,20 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// All at once: they share batches.
+	// All at once through the task handler: they share batches. A failed
+	// run goes to the final-failure hook, as Asynq's error handler does.
 	e.App.Processor.Runners = 1
 	var wg sync.WaitGroup
 	errs := make([]error, len(idList))
 	for i, id := range idList {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, errs[i] = e.App.Processor.ProcessDelivery(ctx, ten.ID, id) }()
+		go func() {
+			defer wg.Done()
+			task, _ := webhooks.NewProcessTask(ten.ID, id)
+			if errs[i] = e.App.Processor.HandleProcess(ctx, task); errs[i] != nil {
+				e.App.Processor.HandleFinalFailure(ctx, task, errs[i])
+			}
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -190,6 +198,14 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 	}
 	if st != "failed" || msg == "" {
 		t.Fatalf("poison delivery: state %s, error %q", st, msg)
+	}
+	// Counted once in processing_failures (by the batch; the handler's and
+	// the hook's markings find it failed already).
+	if err := e.App.Web.Monitor.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(t, e, `SELECT COALESCE(SUM(processing_failures), 0) FROM source_stats_minute WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); c != 1 {
+		t.Fatalf("processing_failures = %d, want 1", c)
 	}
 	// Running them again changes nothing.
 	for _, id := range idList {

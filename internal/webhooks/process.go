@@ -216,10 +216,11 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 		res  processRes
 	}
 	var items []*item
-	var after []*item
+	var after, failedAll []*item
+	var now time.Time
 	err := db.InTx(ctx, p.DB, func(tx *sqlx.Tx) error {
-		items, after = items[:0], after[:0]
-		now := p.now()
+		items, after, failedAll = items[:0], after[:0], failedAll[:0]
+		now = p.now()
 		byTenant := map[string][]*item{}
 		var tenantOrder []string
 		for _, r := range batch {
@@ -315,6 +316,7 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 					return err
 				}
 			}
+			failedAll = append(failedAll, failed...)
 			if p.OnBatch != nil && len(outcomes) > 0 {
 				if err := p.OnBatch(ctx, tx, tenantID, outcomes); err != nil {
 					return err
@@ -326,6 +328,12 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Each failed delivery was locked and still 'received' in the
+	// transaction, so MarkFailed changed it: counted here once, like the
+	// task handler's marking (which now finds it failed and counts nothing).
+	for _, it := range failedAll {
+		p.countFailure(ctx, it.req.tenantID, it.d.SourceID, it.req.id, it.res.err.Error(), now)
 	}
 	if p.AfterUpsert != nil {
 		for _, it := range after {
