@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/ids"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// drain measures the worker alone on a stored backlog: n deliveries are
+// stored and their tasks queued with no worker running, then the worker
+// starts (startWorker) and the drain is timed until every delivery is
+// processed. The baseline, in the same run: raw autocommit single-row
+// INSERT … ON DUPLICATE KEY UPDATE of the same records into the real leads
+// table (all its indexes) from conns connections, for d.
+type drain struct {
+	raw                *sqlx.DB
+	queue              webhooks.Enqueuer
+	tenantID, sourceID string
+	n, conns           int
+	d                  time.Duration
+	startWorker        func() error
+	procs              []watched // child processes whose CPU counts (the worker's, the server's)
+}
+
+// drainResult is what a drain measured.
+type drainResult struct {
+	odku          *phase
+	stored, leads int
+	took          time.Duration
+	cpu           string // per lead, per process
+}
+
+func (r drainResult) rate() float64 { return float64(r.stored) / r.took.Seconds() }
+
+func (r drainResult) ratio(d time.Duration) float64 { return r.rate() / r.odku.rate(d.Seconds()) }
+
+func (dr drain) run(ctx context.Context) (drainResult, error) {
+	var out drainResult
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	bodies := make([][]byte, dr.n)
+	for i := range bodies {
+		bodies[i] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", i), fmt.Sprintf("lead_%d", i),
+			kinds.Lead{Email: fmt.Sprintf("d%d@example.com", i), Name: fmt.Sprintf("Drain Lead %d", i), Company: "Bench"}, now)
+	}
+	// Baseline: the records as single-row upserts into leads, each a new
+	// lead as in the drain, under a tenant of its own.
+	base := &phase{name: "odku"}
+	base.fn = func() error {
+		seq := base.take()
+		i := seq % dr.n
+		_, err := dr.raw.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
+				company, source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, '', 'Bench', ?, ?, 1, 'new', '[]', 1, ?, ?, ?)
+			ON DUPLICATE KEY UPDATE payload = VALUES(payload), email = VALUES(email), name = VALUES(name),
+				company = VALUES(company), last_seen_at = VALUES(last_seen_at), times_seen = times_seen + 1, updated_at = VALUES(updated_at),
+				order_key = VALUES(order_key)`,
+			"T0000000000000000000000009", ids.New(), dr.sourceID, fmt.Sprintf("lead_%d_%d", i, seq/dr.n), bodies[i],
+			fmt.Sprintf("d%d@example.com", i), fmt.Sprintf("Drain Lead %d", i), now, now, now, now, leads.OrderKey(now, ids.New()))
+		return err
+	}
+	base.run(dr.conns, dr.d)
+	out.odku = base
+	// The backlog: stored rows, tasks queued, no worker.
+	for i := 0; i < dr.n; i += 500 {
+		m := min(500, dr.n-i)
+		q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, 'webhook', ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, 'webhook', ?, ?)", m-1)
+		args := make([]any, 0, m*6)
+		for j := i; j < i+m; j++ {
+			args = append(args, dr.tenantID, dr.sourceID, ids.New(), fmt.Sprintf("dr_%d", j), bodies[j], now)
+		}
+		if _, err := dr.raw.ExecContext(ctx, q, args...); err != nil {
+			return out, err
+		}
+	}
+	var ids []string
+	if err := dr.raw.SelectContext(ctx, &ids, `SELECT id FROM deliveries WHERE tenant_id = ? AND state = 'received'`, dr.tenantID); err != nil {
+		return out, err
+	}
+	t0 := time.Now()
+	work := make(chan string)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				t, opts := webhooks.NewProcessTask(dr.tenantID, id)
+				if _, err := dr.queue.EnqueueContext(ctx, t, opts...); err != nil && failed.Add(1) == 1 {
+					fmt.Fprintln(os.Stderr, "enqueue:", err)
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	fmt.Printf("backlog: %d deliveries stored, tasks queued in %s\n", len(ids), time.Since(t0).Round(time.Millisecond))
+	// Drain.
+	before := cpuSnapshot(dr.procs...)
+	start := time.Now()
+	if err := dr.startWorker(); err != nil {
+		return out, err
+	}
+	if err := waitProcessed(ctx, dr.raw, dr.tenantID, 10*time.Minute); err != nil {
+		return out, fmt.Errorf("drain: %w", err)
+	}
+	out.took = time.Since(start)
+	out.stored = len(ids)
+	out.cpu = cpuSnapshot(dr.procs...).since(before, int64(len(ids)))
+	if err := dr.raw.GetContext(ctx, &out.leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, dr.tenantID); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// waitProcessed waits until no delivery of the tenant is left received.
+func waitProcessed(ctx context.Context, raw *sqlx.DB, tenantID string, limit time.Duration) error {
+	start := time.Now()
+	for {
+		var left int
+		if err := raw.GetContext(ctx, &left, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, tenantID); err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Since(start) > limit {
+			return fmt.Errorf("%d deliveries still received after %s", left, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r drainResult) print(conns, conc int, d time.Duration) {
+	fmt.Printf("(a) raw single-row ODKU into leads, %d connections: %.0f rows/s  p50 %s  p99 %s  CPU per row %s\n",
+		conns, r.odku.rate(d.Seconds()), pct(r.odku.lat, 50), pct(r.odku.lat, 99), r.odku.cpuPer())
+	fmt.Printf("(b) worker drain of %d stored deliveries (concurrency %d): %s, %.0f leads/s (%d leads)  CPU per lead %s\n",
+		r.stored, conc, r.took.Round(time.Millisecond), r.rate(), r.leads, r.cpu)
+	fmt.Printf("drain ratio b/a = %.2f (target ≥ 0.80)\n", r.ratio(d))
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// phase is one side of the comparison, summed over its rounds.
+type phase struct {
+	name string
+	fn   func() error
+	n    int64
+	lat  []time.Duration
+	cpu  cpu
+	per  []float64 // rate of each round
+
+	// The requests the phase sends, in order: fn takes the next one with
+	// take. Before each round the feed signs ahead what the round may need.
+	feed *feed
+	seq  atomic.Int64
+}
+
+// take is the index of the phase's next request.
+func (p *phase) take() int { return int(p.seq.Add(1) - 1) }
+
+// best is the phase's best rate of a round so far (0 before its first).
+func (p *phase) best() float64 {
+	b := 0.0
+	for _, r := range p.per {
+		b = max(b, r)
+	}
+	return b
+}
+
+// prepare signs ahead the requests a round of d may need; anyRate is the
+// best rate any phase of the run has reached.
+func (p *phase) prepare(anyRate float64, d time.Duration) error {
+	if p.feed == nil {
+		return nil
+	}
+	return p.feed.ensure(int(p.seq.Load()), estimate(p.best(), anyRate, d))
+}
+
+func (p *phase) run(conns int, d time.Duration) {
+	before := cpuSnapshot()
+	n, lat := hammer(conns, d, p.fn)
+	after := cpuSnapshot()
+	if p.cpu == nil {
+		p.cpu = cpu{}
+	}
+	for k, v := range after {
+		p.cpu[k] += v - before[k]
+	}
+	p.n += n
+	p.per = append(p.per, float64(n)/d.Seconds())
+	p.lat = append(p.lat, lat...)
+	sort.Slice(p.lat, func(i, j int) bool { return p.lat[i] < p.lat[j] })
+}
+
+func (p *phase) rate(secs float64) float64 { return float64(p.n) / secs }
+
+func (p *phase) cpuPer() string { return p.cpu.since(cpu{}, p.n) }
+
+// cpuTotal is the phase's CPU time of every process per request.
+func (p *phase) cpuTotal() time.Duration {
+	if p.n == 0 {
+		return 0
+	}
+	var t time.Duration
+	for _, v := range p.cpu {
+		t += v
+	}
+	return t / time.Duration(p.n)
+}
+
+// hammer runs fn from n goroutines for d and returns successes and latencies.
+func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
+	var count atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := fn(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				local = append(local, time.Since(t0))
+				count.Add(1)
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		fmt.Fprintln(os.Stderr, "first error:", err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return count.Load(), all
+}
+
+func pct(lat []time.Duration, p int) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	return lat[len(lat)*p/100].Round(10 * time.Microsecond)
+}
+
+// cpu is the CPU time used so far by this process (server and load
+// generator alike in the in-process modes), the watched child processes,
+// MariaDB and Redis, read from /proc (Linux only; zeros elsewhere), to
+// show where each request's cost goes.
+type cpu map[string]time.Duration
+
+// watched is a child process whose CPU time is read too.
+type watched struct{ name, pid string }
+
+// cpuOrder is the order in which the processes are printed.
+var cpuOrder = []string{"self", "server", "worker", "mariadbd", "mysqld", "redis-server"}
+
+func cpuSnapshot(children ...watched) cpu {
+	c := cpu{"self": procCPU("self")}
+	for _, w := range children {
+		c[w.name] = procCPU(w.pid)
+	}
+	for _, name := range []string{"mariadbd", "mysqld", "redis-server"} {
+		if pid := pidOf(name); pid != "" {
+			c[name] = procCPU(pid)
+		}
+	}
+	return c
+}
+
+// per is each process's CPU time since before, per unit of n, and their
+// total.
+func (c cpu) per(before cpu, n int64) (map[string]time.Duration, time.Duration) {
+	out := map[string]time.Duration{}
+	var total time.Duration
+	if n == 0 {
+		return out, 0
+	}
+	for k, v := range c {
+		d := (v - before[k]) / time.Duration(n)
+		out[k] = d
+		total += d
+	}
+	return out, total
+}
+
+func (c cpu) since(before cpu, n int64) string {
+	if n == 0 {
+		return "n/a"
+	}
+	each, total := c.per(before, n)
+	var parts []string
+	for _, k := range cpuOrder {
+		if _, ok := c[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", k, each[k].Round(time.Microsecond)))
+		}
+	}
+	return fmt.Sprintf("%s (%s)", total.Round(time.Microsecond), strings.Join(parts, ", "))
+}
+
+func procCPU(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+2:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100 on Linux
+}
+
+func pidOf(name string) string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return e.Name()
+		}
+	}
+	return ""
+}
