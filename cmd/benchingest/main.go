@@ -63,7 +63,12 @@ func run() error {
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
-	workerConc := flag.Int("worker-concurrency", 64, "with -drain: the worker's concurrency")
+	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
+	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
+	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
+	backlog := flag.Int("backlog", 50000, "with -e2e: deliveries of the stored backlog the worker drains")
+	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
+	logLevel := flag.String("log-level", "info", "with -e2e: the processes' LEADPIPE_LOG_LEVEL (info: a line per request, as deployed)")
 	flag.Parse()
 	if *rounds < 1 {
 		*rounds = 1
@@ -86,6 +91,10 @@ func run() error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	rc.Close()
+	if *e2e {
+		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
+			probe: *probe, fraction: *fraction, backlog: *backlog, workerConc: *workerConc, logLevel: *logLevel})
+	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),
 		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI="}
@@ -172,26 +181,11 @@ func run() error {
 	// pre-serialised requests on it (as wrk does), so the load generator,
 	// which shares this machine's two cores with the server, spends as
 	// little CPU as it can; -nethttp uses net/http's client instead.
-	pool := make(chan *sender, *conns)
-	for i := 0; i < *conns; i++ {
-		s, err := dialSender(host, *netHTTP, url)
-		if err != nil {
-			return err
-		}
-		pool <- s
+	pool, err := dialPool(host, *conns, *netHTTP, url)
+	if err != nil {
+		return err
 	}
-	send := func(rq *request) (bool, error) {
-		s := <-pool
-		defer func() { pool <- s }()
-		status, b, err := s.send(rq.wire, rq.h, rq.body)
-		if err != nil {
-			return false, err
-		}
-		if status != 200 {
-			return false, fmt.Errorf("status %d: %s", status, b)
-		}
-		return bytes.Contains(b, []byte(`"duplicate"`)), nil
-	}
+	send := pool.send
 
 	// One raw row per statement, autocommit, with the same columns and the
 	// same payload bytes the server stores, each phase under a tenant of

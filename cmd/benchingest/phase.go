@@ -118,7 +118,7 @@ func pct(lat []time.Duration, p int) time.Duration {
 	if len(lat) == 0 {
 		return 0
 	}
-	return lat[len(lat)*p/100].Round(10 * time.Microsecond)
+	return lat[min(len(lat)*p/100, len(lat)-1)].Round(10 * time.Microsecond)
 }
 
 // cpu is the CPU time used so far by this process (server and load
@@ -127,8 +127,12 @@ func pct(lat []time.Duration, p int) time.Duration {
 // show where each request's cost goes.
 type cpu map[string]time.Duration
 
-// watched is a child process whose CPU time is read too.
-type watched struct{ name, pid string }
+// watched is a child process whose CPU time is read too (pid "" while
+// it is not running).
+type watched struct {
+	name string
+	pid  func() string
+}
 
 // cpuOrder is the order in which the processes are printed.
 var cpuOrder = []string{"self", "server", "worker", "mariadbd", "mysqld", "redis-server"}
@@ -136,7 +140,11 @@ var cpuOrder = []string{"self", "server", "worker", "mariadbd", "mysqld", "redis
 func cpuSnapshot(children ...watched) cpu {
 	c := cpu{"self": procCPU("self")}
 	for _, w := range children {
-		c[w.name] = procCPU(w.pid)
+		if pid := w.pid(); pid != "" {
+			c[w.name] = procCPU(pid)
+		} else {
+			c[w.name] = 0
+		}
 	}
 	for _, name := range []string{"mariadbd", "mysqld", "redis-server"} {
 		if pid := pidOf(name); pid != "" {

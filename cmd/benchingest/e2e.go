@@ -1,0 +1,646 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/config"
+	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
+)
+
+// e2eOptions are the -e2e mode's settings.
+type e2eOptions struct {
+	benchDSN, redisAddr string
+	redisDB             int
+	conns               int           // closed-loop senders of the maximum, connections of the baseline
+	d                   time.Duration // the fixed-rate phase (the baseline runs d/2)
+	probe               time.Duration // the maximum's measurement
+	fraction            float64       // of the maximum, for the fixed-rate phase
+	backlog             int           // deliveries of the drain
+	workerConc          int
+	logLevel            string
+}
+
+// runE2E measures Leadpipe end to end with the server (LEADPIPE_WORKER=off)
+// and cmd/worker as separate processes, built from this module, on a
+// scratch database:
+//
+//	(a) raw single-row ODKU into the real leads table (the baseline);
+//	(b) the worker's drain of a stored backlog, as a ratio to (a);
+//	(c) the maximum acknowledged rate: closed-loop senders, worker running;
+//	(d) signed deliveries at a fixed fraction of (c), open loop: acknowledged
+//	    and leads per second, acknowledgement latency, acknowledgement →
+//	    lead readable through the API for a sample, and CPU per lead of
+//	    each process.
+func runE2E(ctx context.Context, o e2eOptions) error {
+	dir, err := os.MkdirTemp("", "lp-e2e-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	serverBin, workerBin, err := buildBinaries(ctx, dir)
+	if err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	workerAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	base := "http://" + addr
+	const adminToken = "benchingest-e2e-admin-token"
+	env := map[string]string{
+		"LEADPIPE_ADDR": addr, "LEADPIPE_WORKER_ADDR": workerAddr, "LEADPIPE_BASE_URL": base,
+		"LEADPIPE_MYSQL_DSN": o.benchDSN, "LEADPIPE_REDIS_ADDR": o.redisAddr, "LEADPIPE_REDIS_DB": fmt.Sprint(o.redisDB),
+		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI=", "LEADPIPE_ADMIN_TOKEN": adminToken,
+		"LEADPIPE_WORKER": "off", "LEADPIPE_LOG_LEVEL": o.logLevel,
+	}
+	server := &child{name: "server", bin: serverBin, env: env, log: filepath.Join(dir, "server.log")}
+	worker := &child{name: "worker", bin: workerBin, args: []string{"-concurrency", fmt.Sprint(o.workerConc)}, env: env,
+		log: filepath.Join(dir, "worker.log")}
+	defer server.stop()
+	defer worker.stop()
+	if err := server.start(); err != nil {
+		return err
+	}
+	if err := waitReady(base+"/readyz", 90*time.Second); err != nil {
+		return fmt.Errorf("server: %w\n%s", err, server.tail(20))
+	}
+	api := &apiClient{base: base, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	var ten struct {
+		ID    string `json:"id"`
+		Token string `json:"api_token"`
+	}
+	if err := api.call(ctx, "POST", "/api/admin/v1/tenants", adminToken, map[string]string{"slug": "bench", "name": "Bench",
+		"admin_email": "bench@bench.test", "admin_password": "bench-password-1"}, &ten); err != nil {
+		return err
+	}
+	api.token = ten.Token
+	var src struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	if err := api.call(ctx, "POST", "/api/v1/sources", ten.Token, map[string]string{"slug": "landing", "name": "Landing", "kind": "standard"}, &src); err != nil {
+		return err
+	}
+
+	raw, err := db.Open(ctx, o.benchDSN)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(o.conns)
+	raw.SetMaxIdleConns(o.conns)
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	queue := asynq.NewClient(jobs.RedisConnOpt(cfg.Redis))
+	defer queue.Close()
+	procs := []watched{{"server", server.pid}, {"worker", worker.pid}}
+
+	fmt.Printf("end to end: server (LEADPIPE_WORKER=off) and worker (-concurrency %d) as separate processes, log level %s\n", o.workerConc, o.logLevel)
+	// (a) and (b): the baseline, then the backlog's drain by the worker
+	// process started for it.
+	dr := drain{raw: raw, queue: queue, tenantID: ten.ID, sourceID: src.ID, n: o.backlog, conns: o.conns, d: o.d / 2,
+		startWorker: worker.start, procs: procs}
+	res, err := dr.run(ctx)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, worker.tail(20))
+	}
+	res.print(o.conns, o.workerConc, o.d/2)
+
+	host, path := addr, "/hooks/bench/landing"
+	// (c) The maximum: closed-loop senders of new deliveries, the worker
+	// running (as deployed), then the worker catches up.
+	probe := &phase{name: "max", feed: newFeed(src.Secret, host, path, 0, 2_000_000_000)}
+	pool, err := dialPool(host, o.conns, false, "")
+	if err != nil {
+		return err
+	}
+	probe.fn = func() error {
+		_, err := pool.send(probe.feed.at(probe.take()))
+		return err
+	}
+	if err := probe.prepare(0, o.probe); err != nil {
+		return err
+	}
+	probe.run(o.conns, o.probe)
+	maxRate := probe.rate(o.probe.Seconds())
+	fmt.Printf("(c) maximum acknowledged, %d closed-loop senders, worker running, %s: %.0f req/s  p50 %s  p99 %s\n",
+		o.conns, o.probe, maxRate, pct(probe.lat, 50), pct(probe.lat, 99))
+	if err := waitProcessed(ctx, raw, ten.ID, 10*time.Minute); err != nil {
+		return err
+	}
+
+	// (d) The fixed rate.
+	rate := o.fraction * maxRate
+	st, err := steady(ctx, steadyRun{api: api, raw: raw, tenantID: ten.ID, sourceID: src.ID,
+		feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs})
+	if err != nil {
+		return fmt.Errorf("%w\nserver:\n%s\nworker:\n%s", err, server.tail(10), worker.tail(10))
+	}
+	fmt.Printf("(d) at %.2f × the maximum = %.0f req/s for %s, open loop (latency from each request's scheduled time):\n", o.fraction, rate, o.d)
+	fmt.Printf("    acknowledged %.0f/s (%d, %d errors), leads %.0f/s while sending; the last lead %s after the last acknowledgement\n",
+		float64(st.acked)/o.d.Seconds(), st.acked, st.errors, st.leadsPerSec, st.tail.Round(time.Millisecond))
+	fmt.Printf("    acknowledgement p50 %s  p99 %s (target p99 ≤ 25ms)\n", pct(st.ackLat, 50), pct(st.ackLat, 99))
+	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
+		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
+	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+	fmt.Printf("targets: drain %.2f× raw ODKU (≥ 0.80) %s; ack p99 %s (≤ 25ms) %s; ack → readable p99 %s (≤ 1s) %s\n",
+		res.ratio(o.d/2), verdict(res.ratio(o.d/2) >= 0.8),
+		pct(st.ackLat, 99), verdict(pct(st.ackLat, 99) <= 25*time.Millisecond),
+		pct(st.readLat, 99), verdict(st.readTimeouts == 0 && pct(st.readLat, 99) <= time.Second))
+	for _, c := range []*child{server, worker} {
+		if n, first := c.problems(3); n > 0 {
+			fmt.Printf("%s logged %d warnings or errors, the first:\n%s\n", c.name, n, first)
+		}
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func timeoutNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d samples not readable within %s", n, readTimeout)
+}
+
+// steadyRun drives new signed deliveries at a fixed rate.
+type steadyRun struct {
+	api                *apiClient
+	raw                *sqlx.DB
+	tenantID, sourceID string
+	feed               *feed
+	host               string
+	rate               float64
+	d                  time.Duration
+	procs              []watched
+}
+
+type steadyResult struct {
+	acked, errors int
+	ackLat        []time.Duration
+	readLat       []time.Duration
+	readTimeouts  int
+	leadsPerSec   float64
+	tail          time.Duration
+	cpu           string
+}
+
+const (
+	pollEvery   = 25 * time.Millisecond
+	readTimeout = 30 * time.Second
+	// samplesPerSec of the deliveries are followed until their lead is
+	// readable: enough for a p99, few enough that the polls cost the
+	// server little.
+	samplesPerSec = 20
+)
+
+// steady sends rate deliveries per second for d from a pool of
+// connections, each at its scheduled time (a late request's latency counts
+// from when it was due, so a stall is not hidden), follows a sample until
+// each one's lead is readable through the API, then waits for the worker
+// to finish what was sent.
+func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
+	var out steadyResult
+	total := int(r.rate * r.d.Seconds())
+	if total < 1 {
+		return out, errors.New("the fixed rate is below one request per run")
+	}
+	if err := r.feed.ensure(0, total); err != nil {
+		return out, err
+	}
+	const conns = 64
+	pool, err := dialPool(r.host, conns, false, "")
+	if err != nil {
+		return out, err
+	}
+	every := max(1, int(r.rate/samplesPerSec))
+	before, err := processedCount(ctx, r.raw, r.tenantID)
+	if err != nil {
+		return out, err
+	}
+	cpu0 := cpuSnapshot(r.procs...)
+	start := time.Now()
+	type due struct {
+		i  int
+		at time.Time
+	}
+	work := make(chan due, total)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	follow := newFollower(r.api, r.sourceID)
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	defer stopPolls()
+	polled := make(chan struct{})
+	go func() { defer close(polled); follow.run(pollCtx) }()
+	for w := 0; w < conns; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for d := range work {
+				rq := r.feed.at(d.i)
+				if _, err := pool.send(rq); err != nil {
+					if failures.Add(1) == 1 {
+						fmt.Fprintln(os.Stderr, "first error:", err)
+					}
+					continue
+				}
+				acked := time.Now()
+				lat = append(lat, acked.Sub(d.at))
+				if d.i%every == 0 {
+					follow.add(fmt.Sprintf("u%d@example.com", rq.n), acked)
+				}
+			}
+			mu.Lock()
+			out.ackLat = append(out.ackLat, lat...)
+			mu.Unlock()
+		}()
+	}
+	// The schedule: request i is due at start + i/rate; a 1 ms tick hands
+	// out whatever is due.
+	interval := time.Duration(float64(time.Second) / r.rate)
+	tick := time.NewTicker(time.Millisecond)
+	for i := 0; i < total; {
+		now := <-tick.C
+		for ; i < total; i++ {
+			at := start.Add(time.Duration(i) * interval)
+			if at.After(now) {
+				break
+			}
+			work <- due{i: i, at: at}
+		}
+	}
+	tick.Stop()
+	close(work)
+	wg.Wait()
+	lastAck := time.Now()
+	window := lastAck.Sub(start)
+	during, err := processedCount(ctx, r.raw, r.tenantID)
+	if err != nil {
+		return out, err
+	}
+	out.leadsPerSec = float64(during-before) / window.Seconds()
+	if err := waitProcessed(ctx, r.raw, r.tenantID, 10*time.Minute); err != nil {
+		return out, err
+	}
+	out.tail = time.Since(lastAck)
+	after, err := processedCount(ctx, r.raw, r.tenantID)
+	if err != nil {
+		return out, err
+	}
+	out.cpu = cpuSnapshot(r.procs...).since(cpu0, int64(after-before))
+	follow.finish()
+	<-polled
+	out.readLat, out.readTimeouts = follow.result()
+	out.errors = int(failures.Load())
+	out.acked = total - out.errors
+	sort.Slice(out.ackLat, func(i, j int) bool { return out.ackLat[i] < out.ackLat[j] })
+	return out, nil
+}
+
+// processedCount is how many of the tenant's deliveries are processed.
+func processedCount(ctx context.Context, raw *sqlx.DB, tenantID string) (int, error) {
+	var n int
+	err := raw.GetContext(ctx, &n, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, tenantID)
+	return n, err
+}
+
+// apiClient calls Leadpipe's JSON API.
+type apiClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func (a *apiClient) call(ctx context.Context, method, path, token string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// follower measures, for a sample of acknowledged deliveries, when each
+// one's lead is readable through the API: GET /api/v1/leads?q=<email>,
+// every pollEvery, at most maxPolls requests at once, so the polls cost
+// the server a bounded share whatever the backlog (with more samples
+// waiting than that, each is polled less often).
+type follower struct {
+	api      *apiClient
+	sourceID string
+
+	mu       sync.Mutex
+	waiting  []*sample
+	done     []time.Duration
+	timeouts int
+	finished bool
+}
+
+type sample struct {
+	email      string
+	acked      time.Time
+	lastPolled time.Time
+}
+
+const maxPolls = 4
+
+func newFollower(api *apiClient, sourceID string) *follower {
+	return &follower{api: api, sourceID: sourceID}
+}
+
+func (f *follower) add(email string, acked time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waiting = append(f.waiting, &sample{email: email, acked: acked})
+}
+
+// finish lets run return once every sample is readable or timed out.
+func (f *follower) finish() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finished = true
+}
+
+func (f *follower) run(ctx context.Context) {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f.mu.Lock()
+		if f.finished && len(f.waiting) == 0 {
+			f.mu.Unlock()
+			return
+		}
+		// The samples polled longest ago first.
+		sort.Slice(f.waiting, func(i, j int) bool { return f.waiting[i].lastPolled.Before(f.waiting[j].lastPolled) })
+		batch := append([]*sample(nil), f.waiting[:min(maxPolls, len(f.waiting))]...)
+		f.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, s := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				found := f.api.readable(ctx, f.sourceID, s.email)
+				now := time.Now()
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				s.lastPolled = now
+				switch {
+				case found:
+					f.done = append(f.done, now.Sub(s.acked))
+				case now.Sub(s.acked) > readTimeout:
+					f.timeouts++
+				default:
+					return
+				}
+				f.waiting = slices.DeleteFunc(f.waiting, func(w *sample) bool { return w == s })
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// result is the sorted latencies and how many samples timed out.
+func (f *follower) result() ([]time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	slices.Sort(f.done)
+	return f.done, f.timeouts + len(f.waiting)
+}
+
+// readable reports whether the lead with this email is listed.
+func (a *apiClient) readable(ctx context.Context, sourceID, email string) bool {
+	var page struct {
+		Items []struct {
+			Email string `json:"email"`
+		} `json:"items"`
+	}
+	if err := a.call(ctx, "GET", "/api/v1/leads?limit=5&source="+sourceID+"&q="+url.QueryEscape(email), a.token, nil, &page); err != nil {
+		return false
+	}
+	for _, it := range page.Items {
+		if it.Email == email {
+			return true
+		}
+	}
+	return false
+}
+
+// pool is a set of keep-alive sender connections.
+type pool chan *sender
+
+func dialPool(host string, n int, useNetHTTP bool, url string) (pool, error) {
+	p := make(pool, n)
+	for i := 0; i < n; i++ {
+		s, err := dialSender(host, useNetHTTP, url)
+		if err != nil {
+			return nil, err
+		}
+		p <- s
+	}
+	return p, nil
+}
+
+// send writes one request on a free connection; it reports whether the
+// answer was a duplicate.
+func (p pool) send(rq *request) (bool, error) {
+	s := <-p
+	defer func() { p <- s }()
+	status, b, err := s.send(rq.wire, rq.h, rq.body)
+	if err != nil {
+		return false, err
+	}
+	if status != 200 {
+		return false, fmt.Errorf("status %d: %s", status, b)
+	}
+	return bytes.Contains(b, []byte(`"duplicate"`)), nil
+}
+
+// child is a Leadpipe process this command started (and alone ends).
+type child struct {
+	name, bin string
+	args      []string
+	env       map[string]string
+	log       string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+func (c *child) start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.Command(c.bin, c.args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	for k, v := range c.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", c.name, err)
+	}
+	c.cmd = cmd
+	return nil
+}
+
+// pid is the process id as /proc names it ("" when not running).
+func (c *child) pid() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return ""
+	}
+	return fmt.Sprint(c.cmd.Process.Pid)
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after 10 s.
+func (c *child) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+	c.cmd = nil
+}
+
+func (c *child) tail(n int) string {
+	b, _ := os.ReadFile(c.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// problems counts the WARN and ERROR lines of the process's log and
+// returns the first n.
+func (c *child) problems(n int) (int, string) {
+	b, _ := os.ReadFile(c.log)
+	var first []string
+	count := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			if count++; count <= n {
+				first = append(first, line)
+			}
+		}
+	}
+	return count, strings.Join(first, "\n")
+}
+
+// buildBinaries builds cmd/server and cmd/worker of this module into dir.
+func buildBinaries(ctx context.Context, dir string) (server, worker string, err error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", "", errors.New("-e2e builds cmd/server and cmd/worker: run it inside the module")
+	}
+	for _, c := range []string{"server", "worker"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		cmd.Dir = filepath.Dir(gomod)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build ./cmd/%s: %v\n%s", c, err, b)
+		}
+	}
+	return filepath.Join(dir, "server"), filepath.Join(dir, "worker"), nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitReady(u string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if res, err := http.Get(u); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not 200 within %s", u, limit)
+}
