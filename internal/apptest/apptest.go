@@ -44,6 +44,8 @@ type Options struct {
 	Worker       bool // run the Asynq worker and scheduler in the test
 	Env          map[string]string
 	PasswordCost int
+
+	WorkerConcurrency int // the worker's task concurrency (default 8; cmd/worker's is 64)
 }
 
 // Env is a running application.
@@ -115,7 +117,11 @@ func New(t testing.TB, prefix string, o Options) *Env {
 	a.Sources.BaseURL = e.Server.URL
 	e.URL = e.Server.URL
 	if o.Worker {
-		go func() { defer close(e.done); _ = a.RunWorker(ctx, 8) }()
+		conc := o.WorkerConcurrency
+		if conc <= 0 {
+			conc = 8
+		}
+		go func() { defer close(e.done); _ = a.RunWorker(ctx, conc) }()
 	} else {
 		close(e.done)
 	}
