@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,76 @@ func TestConcurrentDeliveriesOfOneLead(t *testing.T) {
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND outcome = 'created'`, ten.ID); c != 1 {
 		t.Fatalf("%d created outcomes", c)
 	}
+}
+
+// 50 stored deliveries of one natural key (event times shuffled, some with
+// duplicates counted on them), processed as one batch, and 50 of another
+// key processed as ten concurrent batches of five: one lead each, the
+// newest record's data, times_seen = deliveries + duplicates, one
+// "created" outcome.
+func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
+	e := apptest.New(t, "hooks_onebatch", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("onebatch")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	ctx := context.Background()
+	const n = 50
+	store := func(ref string) (ids []string, sightings int) {
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for _, i := range rng.Perm(n) { // stored (received) in shuffled event-time order
+			body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("%s-%02d", ref, i), ref,
+				kinds.Lead{Name: fmt.Sprintf("%s name %02d", ref, i), Email: fmt.Sprintf("%s-%02d@example.com", ref, i)}, base.Add(time.Duration(i)*time.Second))
+			id := db.NewID()
+			dups := i % 3
+			if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
+				VALUES (?, ?, ?, ?, 'webhook', ?, ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("%s-%02d", ref, i), body, time.Now().UTC(), dups); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+			sightings += 1 + dups
+		}
+		return ids, sightings
+	}
+	check := func(ref string, sightings int) {
+		t.Helper()
+		if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND source_ref = ?`, ten.ID, ref); c != 1 {
+			t.Fatalf("%s: %d leads", ref, c)
+		}
+		l := leadOf(t, e, ten.ID, s.ID, ref)
+		if want := fmt.Sprintf("%s name %02d", ref, n-1); l.Name != want || l.Email != fmt.Sprintf("%s-%02d@example.com", ref, n-1) || l.TimesSeen != sightings {
+			t.Fatalf("%s: %q <%s> times_seen %d, want %q and %d", ref, l.Name, l.Email, l.TimesSeen, want, sightings)
+		}
+		if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND lead_id = ? AND state = 'processed'`, ten.ID, l.ID); c != n {
+			t.Fatalf("%s: %d deliveries processed onto the lead, want %d", ref, c, n)
+		}
+		if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND lead_id = ? AND outcome = 'created'`, ten.ID, l.ID); c != 1 {
+			t.Fatalf("%s: %d created outcomes", ref, c)
+		}
+	}
+
+	ids, sightings := store("one-batch")
+	for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, ids) {
+		if err != nil {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+	}
+	check("one-batch", sightings)
+
+	ids, sightings = store("across")
+	var wg sync.WaitGroup
+	for b := 0; b < n/5; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, ids[b*5:b*5+5]) {
+				if err != nil {
+					t.Errorf("batch %d delivery %d: %v", b, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	check("across", sightings)
 }
 
 // A batch holding a poison delivery (its stored bytes have no natural
