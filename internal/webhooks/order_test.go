@@ -283,3 +283,95 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 		t.Fatalf("times_seen sum %d after a repeat, want 7", c)
 	}
 }
+
+// A qualified lead keeps its status and ETag through everything a sender
+// and the pipeline do to it: duplicates, a stale record, a newer record,
+// a delivery reprocessed (and reprocessed again), a task run twice. Only
+// sender-owned fields change; a human's If-Match still holds.
+func TestQualifiedLeadKeepsStatusAndETag(t *testing.T) {
+	e := apptest.New(t, "hooks_keep", apptest.Options{RedisDB: apptest.RedisWebhooks, Worker: true, WorkerConcurrency: 64})
+	ten := e.Tenant("keep")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	ctx := context.Background()
+	now := time.Now()
+	processed := func(want int) {
+		t.Helper()
+		apptest.Eventually(t, 15*time.Second, "processed", func() bool {
+			return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, ten.ID) == want
+		})
+	}
+	deliver := func(id string, f kinds.Lead, at time.Time, want string) {
+		t.Helper()
+		h, b := signed(t, s, id, "contact-q", f, at)
+		if r := send(t, s.URL, h, b); r.Status != 200 || r.Ack.Status != want {
+			t.Fatalf("%s: %d %s, want %s", id, r.Status, r.Body, want)
+		}
+	}
+	deliver("evt-1", kinds.Lead{Email: "first@example.com", Name: "First"}, now.Add(-2*time.Minute), "accepted")
+	processed(1)
+	l := leadOf(t, e, ten.ID, s.ID, "contact-q")
+	if r := e.Do("PATCH", "/api/v1/leads/"+l.ID, ten.Token, map[string]any{"status": "qualified"}, "If-Match", `"1"`); r.Status != 200 {
+		t.Fatalf("qualify: %d %s", r.Status, r.Body)
+	}
+	kept := func(step, email string) {
+		t.Helper()
+		r := e.Do("GET", "/api/v1/leads/"+l.ID, ten.Token, nil)
+		var got struct {
+			Status  string `json:"status"`
+			Version int    `json:"version"`
+			Email   string `json:"email"`
+		}
+		r.JSON(t, &got)
+		if r.Status != 200 || got.Status != "qualified" || got.Version != 2 || r.Header.Get("ETag") != `"2"` || got.Email != email {
+			t.Fatalf("after %s: %d status %q version %d ETag %s email %q, want qualified, 2, \"2\", %q",
+				step, r.Status, got.Status, got.Version, r.Header.Get("ETag"), got.Email, email)
+		}
+	}
+	kept("qualifying", "first@example.com")
+
+	// Duplicates of the first delivery, at once.
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, b := signed(t, s, "evt-1", "contact-q", kinds.Lead{Email: "first@example.com", Name: "First"}, now.Add(-2*time.Minute))
+			if r := send(t, s.URL, h, b); r.Status != 200 || r.Ack.Status != "duplicate" {
+				t.Errorf("duplicate: %d %s", r.Status, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	kept("duplicates", "first@example.com")
+	// An older record: stale, nothing applied.
+	deliver("evt-0", kinds.Lead{Email: "older@example.com", Name: "Older"}, now.Add(-4*time.Minute), "accepted")
+	processed(2)
+	kept("a stale record", "first@example.com")
+	// A newer record: the sender's fields change, the human's do not.
+	deliver("evt-2", kinds.Lead{Email: "newer@example.com", Name: "Newer"}, now, "accepted")
+	processed(3)
+	kept("a newer record", "newer@example.com")
+	// A delivery stored while Redis was down, reprocessed through the API,
+	// then reprocessed again; a processed delivery's task run again.
+	id := storeDelivery(t, e, s, "evt-3", "contact-q", "latest@example.com", time.Now())
+	for i := 0; i < 2; i++ {
+		if r := e.Do("POST", "/api/v1/deliveries/"+id+"/reprocess", ten.Token, nil); r.Status != 202 {
+			t.Fatalf("reprocess: %d %s", r.Status, r.Body)
+		}
+		processed(4)
+	}
+	task, _ := webhooks.NewProcessTask(ten.ID, id)
+	if err := e.App.Processor.HandleProcess(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	kept("reprocessing", "latest@example.com")
+	// The duplicates reach times_seen within the sightings' flush interval.
+	apptest.Eventually(t, 5*time.Second, "times_seen = 4 deliveries + 10 duplicates", func() bool {
+		return leadOf(t, e, ten.ID, s.ID, "contact-q").TimesSeen == 4+10
+	})
+	kept("the sightings' flush", "latest@example.com")
+	// The human's ETag is still the one to send.
+	if r := e.Do("PATCH", "/api/v1/leads/"+l.ID, ten.Token, map[string]any{"status": "won"}, "If-Match", `"2"`); r.Status != 200 || r.Header.Get("ETag") != `"3"` {
+		t.Fatalf("PATCH with the kept ETag: %d %s ETag %s", r.Status, r.Body, r.Header.Get("ETag"))
+	}
+}
