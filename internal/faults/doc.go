@@ -13,6 +13,12 @@
 //   - one effect per Idempotency-Key (one lead, the same id in every answer);
 //   - nothing is left `received` (or `failed`) after the settle time.
 //
+// TestWorkerKilledMidBatch kills the worker process while a batch
+// transaction has written its leads and waits (at a gate the test holds)
+// to mark its deliveries processed, and checks that after the restart
+// every delivery was processed exactly once (attempts = 1, times_seen =
+// deliveries + duplicates, one lead per natural key).
+//
 // Short (run by .ci/run):  go test -tags faults -count=1 ./internal/faults/
 // Long (20,000 signed deliveries, three runs in a row):
 //

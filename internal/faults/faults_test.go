@@ -64,44 +64,10 @@ type suite struct {
 func TestFaults(t *testing.T) {
 	mode, sc := suiteScale()
 	t.Logf("fault suite, %s version: %d deliveries and %d Idempotency-Key POSTs per fault", mode, sc.perPhase, sc.keysPerPhase)
-	serverBin, workerBin := binaries(t)
 	s := &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
 		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
-	s.mdb = startMariaDB(t)
-	s.redis = redistest.Single(t)
-	dir := t.TempDir()
-	port := freePort(t)
-	s.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	env := map[string]string{
-		"LEADPIPE_ADDR":                  fmt.Sprintf("127.0.0.1:%d", port),
-		"LEADPIPE_MYSQL_DSN":             s.mdb.dsn("leadpipe_faults"),
-		"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
-		"LEADPIPE_BASE_URL":              s.base,
-		"LEADPIPE_ADMIN_TOKEN":           adminToken,
-		"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
-		"LEADPIPE_WORKER":                "off",
-		"LEADPIPE_SWEEP_AFTER":           "2s",
-		"LEADPIPE_LOG_LEVEL":             "warn",
-		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
-		"LEADPIPE_WORKER_ADDR":           fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-	}
-	s.server = newLeadpipe(t, "server", serverBin, env, dir)
-	s.worker = newLeadpipe(t, "worker", workerBin, env, dir)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log tail:\n%s", s.server.tail(40))
-			t.Logf("worker log tail:\n%s", s.worker.tail(40))
-		}
-	})
-	s.server.start(t)
-	waitReady(t, s.base, 90*time.Second)
-	s.worker.start(t)
+	s.start("leadpipe_faults")
 	var err error
-	s.check, err = db.Open(context.Background(), s.mdb.dsn("leadpipe_faults"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.check.Close() })
 	s.provision()
 	s.humanEdits(10)
 
@@ -148,6 +114,48 @@ func TestFaults(t *testing.T) {
 			return
 		}
 	}
+}
+
+// start runs a private MariaDB and Redis, then the server
+// (LEADPIPE_WORKER=off) and the worker binaries on database dbName.
+func (s *suite) start(dbName string) {
+	t := s.t
+	serverBin, workerBin := binaries(t)
+	s.mdb = startMariaDB(t)
+	s.redis = redistest.Single(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	s.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := map[string]string{
+		"LEADPIPE_ADDR":                  fmt.Sprintf("127.0.0.1:%d", port),
+		"LEADPIPE_MYSQL_DSN":             s.mdb.dsn(dbName),
+		"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
+		"LEADPIPE_BASE_URL":              s.base,
+		"LEADPIPE_ADMIN_TOKEN":           adminToken,
+		"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
+		"LEADPIPE_WORKER":                "off",
+		"LEADPIPE_SWEEP_AFTER":           "2s",
+		"LEADPIPE_LOG_LEVEL":             "warn",
+		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
+		"LEADPIPE_WORKER_ADDR":           fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	}
+	s.server = newLeadpipe(t, "server", serverBin, env, dir)
+	s.worker = newLeadpipe(t, "worker", workerBin, env, dir)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log tail:\n%s", s.server.tail(40))
+			t.Logf("worker log tail:\n%s", s.worker.tail(40))
+		}
+	})
+	s.server.start(t)
+	waitReady(t, s.base, 90*time.Second)
+	s.worker.start(t)
+	var err error
+	s.check, err = db.Open(context.Background(), s.mdb.dsn(dbName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.check.Close() })
 }
 
 // phase sends one burst, injects the fault once a third of it is
@@ -214,24 +222,35 @@ func (s *suite) phase(name string, inject func()) {
 }
 
 func (s *suite) provision() {
+	h := s.newTenant("faults")
+	s.tenantID, s.token, s.sourceID, s.secret, s.hookURL = h.tenantID, h.token, h.sourceID, h.secret, h.hookURL
+}
+
+// hooks is a provisioned tenant with one standard source.
+type hooks struct {
+	tenantID, token, sourceID, secret, hookURL string
+}
+
+// newTenant provisions a tenant through the admin API and creates its
+// standard source "hooks".
+func (s *suite) newTenant(slug string) hooks {
 	t := s.t
 	var ten struct {
 		ID    string `json:"id"`
 		Token string `json:"api_token"`
 	}
-	s.mustJSON("POST", "/api/admin/v1/tenants", adminToken, map[string]string{"slug": "faults", "name": "Faults",
-		"admin_email": "admin@faults.test", "admin_password": "faults-password-123"}, 201, &ten)
-	s.tenantID, s.token = ten.ID, ten.Token
+	s.mustJSON("POST", "/api/admin/v1/tenants", adminToken, map[string]string{"slug": slug, "name": slug,
+		"admin_email": "admin@" + slug + ".test", "admin_password": "faults-password-123"}, 201, &ten)
 	var src struct {
 		ID         string `json:"id"`
 		Secret     string `json:"secret"`
 		WebhookURL string `json:"webhook_url"`
 	}
-	s.mustJSON("POST", "/api/v1/sources", s.token, map[string]string{"slug": "hooks", "name": "Hooks", "kind": "standard"}, 201, &src)
-	s.sourceID, s.secret, s.hookURL = src.ID, src.Secret, src.WebhookURL
-	if !strings.HasPrefix(s.hookURL, s.base) {
-		t.Fatalf("webhook url %q", s.hookURL)
+	s.mustJSON("POST", "/api/v1/sources", ten.Token, map[string]string{"slug": "hooks", "name": "Hooks", "kind": "standard"}, 201, &src)
+	if !strings.HasPrefix(src.WebhookURL, s.base) {
+		t.Fatalf("webhook url %q", src.WebhookURL)
 	}
+	return hooks{tenantID: ten.ID, token: ten.Token, sourceID: src.ID, secret: src.Secret, hookURL: src.WebhookURL}
 }
 
 // humanEdits: deliveries for n natural keys, then a human qualifies each
@@ -284,23 +303,9 @@ func (s *suite) deliver(i int) {
 	if i%5 == 0 {
 		times = 2
 	}
+	h := hooks{secret: s.secret, hookURL: s.hookURL}
 	for k := 0; k < times; k++ {
-		id := s.untilAccepted(func() (*http.Request, error) {
-			now := time.Now()
-			body := kinds.SampleBody(kinds.Standard, msg, ref, kinds.Lead{Email: ref + "@example.com", Name: "Lead " + ref}, now)
-			h, b, err := kinds.Sign(kinds.Standard, nil, s.secret, msg, body, now)
-			if err != nil {
-				return nil, err
-			}
-			req, err := http.NewRequest("POST", s.hookURL, bytes.NewReader(b))
-			if err != nil {
-				return nil, err
-			}
-			for name, v := range h {
-				req.Header[name] = v
-			}
-			return req, nil
-		}, "delivery_id")
+		id := s.deliverTo(h, msg, ref)
 		s.mu.Lock()
 		if s.acks[msg] == nil {
 			s.acks[msg] = map[string]bool{}
@@ -308,6 +313,27 @@ func (s *suite) deliver(i int) {
 		s.acks[msg][id] = true
 		s.mu.Unlock()
 	}
+}
+
+// deliverTo sends one signed delivery of the record ref to a tenant's
+// source until it is answered 2xx and returns the delivery id answered.
+func (s *suite) deliverTo(h hooks, msg, ref string) string {
+	return s.untilAccepted(func() (*http.Request, error) {
+		now := time.Now()
+		body := kinds.SampleBody(kinds.Standard, msg, ref, kinds.Lead{Email: ref + "@example.com", Name: "Lead " + ref}, now)
+		hdr, b, err := kinds.Sign(kinds.Standard, nil, h.secret, msg, body, now)
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequest("POST", h.hookURL, bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		for name, v := range hdr {
+			req.Header[name] = v
+		}
+		return req, nil
+	}, "delivery_id")
 }
 
 // postWithKey creates a manual lead with an Idempotency-Key, retrying

@@ -1,0 +1,216 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The worker process SIGKILLed in the middle of its batch transactions
+// (the backlog's first 200 deliveries flow, and the batches that reach the
+// 100 "gated" ones behind them have written their leads and wait, in the
+// update that marks their deliveries processed, on a gate row the test
+// holds): on restart
+// every delivery is processed exactly once. Each acknowledged delivery is
+// processed with attempts = 1 (one committed processing: the killed ones
+// rolled back), onto the lead of its natural key; every lead's times_seen
+// is its deliveries plus their duplicates (nothing counted twice or lost);
+// one lead per natural key.
+func TestWorkerKilledMidBatch(t *testing.T) {
+	s := &suite{t: t, sc: scale{settle: 3 * time.Minute}, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
+		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	s.start("leadpipe_midbatch")
+	h := s.newTenant("midbatch")
+	ctx := context.Background()
+	// The gate: marking a received gated delivery processed first locks its
+	// row.
+	for _, q := range []string{`CREATE TABLE midbatch_gate (id INT PRIMARY KEY)`, `INSERT INTO midbatch_gate VALUES (1)`,
+		`CREATE TRIGGER midbatch_gate BEFORE UPDATE ON deliveries FOR EACH ROW BEGIN
+			DECLARE g INT;
+			IF OLD.state = 'received' AND NEW.state = 'processed' AND OLD.delivery_id LIKE 'gated-%' THEN
+				SELECT id INTO g FROM midbatch_gate WHERE id = 1 FOR UPDATE;
+			END IF;
+		END`} {
+		if _, err := s.check.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := map[string]string{} // msg → natural key
+	var mu sync.Mutex
+	send := func(msg, ref string, times int) {
+		for k := 0; k < times; k++ {
+			s.deliverTo(h, msg, ref)
+		}
+		mu.Lock()
+		sent[msg] = ref
+		mu.Unlock()
+	}
+	// Some leads exist before the backlog (its records update them).
+	for i := 0; i < 10; i++ {
+		send(fmt.Sprintf("first-%d", i), fmt.Sprintf("ref-%d", i), 1)
+	}
+	s.waitProcessed(h.tenantID)
+
+	// The backlog, with the worker stopped: 200 deliveries, then 100 gated
+	// ones, of 40 natural keys, every fourth sent twice (a duplicate).
+	s.worker.signal(syscall.SIGTERM)
+	backlog := func(prefix string, n int) {
+		work := make(chan int)
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					send(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("ref-%d", i%40), 1+boolInt(i%4 == 0))
+				}
+			}()
+		}
+		for i := 0; i < n; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+	}
+	backlog("msg", 200)
+	backlog("gated", 100)
+
+	// Close the gate, start the worker, wait for a batch transaction that
+	// has written rows and waits at the gate, and kill the worker there.
+	gate, err := s.check.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Rollback()
+	if _, err := gate.ExecContext(ctx, `SELECT id FROM midbatch_gate WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	s.worker.start(t)
+	var blocked struct {
+		N        int `db:"n"`
+		Modified int `db:"modified"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for blocked.N == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		_ = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
+			FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_rows_modified > 0`)
+	}
+	if blocked.N == 0 {
+		t.Fatal("no batch transaction waiting at the gate after writing rows within 60 s")
+	}
+	t.Logf("%d batch transactions wait at the gate with %d rows written; killing the worker", blocked.N, blocked.Modified)
+	s.worker.signal(syscall.SIGKILL)
+	if err := gate.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	var processed, gated int
+	_ = s.check.GetContext(ctx, &processed, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed'`, h.tenantID)
+	_ = s.check.GetContext(ctx, &gated, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed' AND delivery_id LIKE 'gated-%'`, h.tenantID)
+	if gated != 0 || processed >= 10+200+100 {
+		t.Fatalf("%d deliveries processed after the kill (%d gated ones): the gate did not hold", processed, gated)
+	}
+	t.Logf("after the kill: %d of %d deliveries processed", processed, len(sent))
+	s.worker.start(t)
+	start := time.Now()
+	s.waitProcessed(h.tenantID)
+	t.Logf("all processed %.1fs after the restart (tasks the killed worker held wait for their Asynq lease)", time.Since(start).Seconds())
+	s.exactlyOnce(h, sent)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// waitProcessed waits until none of the tenant's deliveries is left
+// received.
+func (s *suite) waitProcessed(tenantID string) {
+	t := s.t
+	t.Helper()
+	deadline := time.Now().Add(s.sc.settle)
+	var n int
+	for time.Now().Before(deadline) {
+		if err := s.check.Get(&n, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state <> 'processed'`, tenantID); err == nil && n == 0 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%d deliveries of tenant %s not processed after %s", n, tenantID, s.sc.settle)
+}
+
+// exactlyOnce checks that every delivery sent to the tenant was stored
+// once and processed exactly once, onto the one lead of its natural key.
+func (s *suite) exactlyOnce(h hooks, sent map[string]string) {
+	t := s.t
+	t.Helper()
+	var rows []struct {
+		DeliveryID string  `db:"delivery_id"`
+		State      string  `db:"state"`
+		Attempts   int     `db:"attempts"`
+		LeadID     *string `db:"lead_id"`
+		Ref        *string `db:"source_ref"`
+		Dups       int     `db:"dup_count"`
+	}
+	if err := s.check.Select(&rows, `SELECT d.delivery_id, d.state, d.attempts, d.lead_id, l.source_ref, d.dup_count
+		FROM deliveries d LEFT JOIN leads l ON l.tenant_id = d.tenant_id AND l.id = d.lead_id
+		WHERE d.tenant_id = ?`, h.tenantID); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(sent) {
+		t.Errorf("tenant %s: %d deliveries stored, %d sent", h.tenantID, len(rows), len(sent))
+	}
+	sightings := map[string]int{} // lead id → deliveries + duplicates
+	for _, r := range rows {
+		ref, ok := sent[r.DeliveryID]
+		switch {
+		case !ok:
+			t.Errorf("delivery %s stored, never sent", r.DeliveryID)
+		case r.State != "processed" || r.Attempts != 1 || r.LeadID == nil || r.Ref == nil || *r.Ref != ref:
+			t.Errorf("delivery %s: %s, attempts %d, lead ref %v (want processed once onto %s)", r.DeliveryID, r.State, r.Attempts, r.Ref, ref)
+		default:
+			sightings[*r.LeadID] += 1 + r.Dups
+		}
+	}
+	refs := map[string]bool{}
+	for _, ref := range sent {
+		refs[ref] = true
+	}
+	// The duplicates reach times_seen within the sightings' flush interval.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var leads []struct {
+			ID        string `db:"id"`
+			TimesSeen int    `db:"times_seen"`
+		}
+		if err := s.check.Select(&leads, `SELECT id, times_seen FROM leads WHERE tenant_id = ?`, h.tenantID); err != nil {
+			t.Fatal(err)
+		}
+		var wrong []string
+		for _, l := range leads {
+			if l.TimesSeen != sightings[l.ID] {
+				wrong = append(wrong, fmt.Sprintf("lead %s times_seen %d, want %d", l.ID, l.TimesSeen, sightings[l.ID]))
+			}
+		}
+		if len(leads) != len(refs) {
+			wrong = append(wrong, fmt.Sprintf("%d leads for %d natural keys", len(leads), len(refs)))
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, w := range wrong {
+				t.Errorf("tenant %s: %s", h.tenantID, w)
+			}
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
