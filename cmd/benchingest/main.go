@@ -91,6 +91,7 @@ func run() error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	rc.Close()
+	findServers(cfg.Addr, *redisAddr)
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
 			probe: *probe, fraction: *fraction, backlog: *backlog, workerConc: *workerConc, logLevel: *logLevel})

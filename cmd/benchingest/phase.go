@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -135,20 +136,31 @@ type watched struct {
 }
 
 // cpuOrder is the order in which the processes are printed.
-var cpuOrder = []string{"self", "server", "worker", "mariadbd", "mysqld", "redis-server"}
+var cpuOrder = []string{"self", "server", "worker", "mariadbd", "redis-server"}
+
+// servers are the MySQL and Redis server processes of this run, found by
+// their listening ports once at start (findServers); other MariaDB and
+// Redis processes on the machine are not counted.
+var servers []watched
+
+// findServers finds the processes listening on the run's MySQL and Redis
+// ports (none when they are not local).
+func findServers(mysqlAddr, redisAddr string) {
+	servers = nil
+	for _, s := range []struct{ name, addr string }{{"mariadbd", mysqlAddr}, {"redis-server", redisAddr}} {
+		if pid := pidListening(s.addr); pid != "" {
+			servers = append(servers, watched{s.name, func() string { return pid }})
+		}
+	}
+}
 
 func cpuSnapshot(children ...watched) cpu {
 	c := cpu{"self": procCPU("self")}
-	for _, w := range children {
+	for _, w := range append(children, servers...) {
 		if pid := w.pid(); pid != "" {
 			c[w.name] = procCPU(pid)
 		} else {
 			c[w.name] = 0
-		}
-	}
-	for _, name := range []string{"mariadbd", "mysqld", "redis-server"} {
-		if pid := pidOf(name); pid != "" {
-			c[name] = procCPU(pid)
 		}
 	}
 	return c
@@ -202,12 +214,45 @@ func procCPU(pid string) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100 on Linux
 }
 
-func pidOf(name string) string {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err == nil && strings.TrimSpace(string(b)) == name {
-			return e.Name()
+// pidListening is the process listening on addr's TCP port, from
+// /proc/net/tcp{,6} and the processes' socket descriptors ("" if none).
+func pidListening(addr string) string {
+	_, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return ""
+	}
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) < 10 || fs[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
+				if p, err := strconv.ParseInt(fs[1][i+1:], 16, 32); err == nil && int(p) == port {
+					inodes["socket:["+fs[9]+"]"] = true
+				}
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return ""
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && inodes[l] {
+				return p.Name()
+			}
 		}
 	}
 	return ""
