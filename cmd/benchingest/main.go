@@ -59,7 +59,7 @@ func run() error {
 	dupFrac := flag.Float64("dup", 0.10, "fraction of duplicate deliveries")
 	worker := flag.Bool("worker", false, "also run the Asynq worker in the server process (off: measure acknowledgement alone, as with LEADPIPE_WORKER=off and separate workers)")
 	netHTTP := flag.Bool("nethttp", false, "senders use net/http's client instead of raw keep-alive connections")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b) to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of phase (b), or with -drain of the drain, to this file")
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
@@ -161,8 +161,21 @@ func run() error {
 		dctx, stop := context.WithCancel(ctx)
 		defer stop()
 		dr := drain{raw: raw, queue: a.Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: *drainN, conns: *conns, d: *dur,
-			startWorker: func() error { go a.RunWorker(dctx, *workerConc); return nil }}
+			startWorker: func() error {
+				if *cpuprofile != "" { // the drain's profile
+					f, err := os.Create(*cpuprofile)
+					if err != nil {
+						return err
+					}
+					if err := pprof.StartCPUProfile(f); err != nil {
+						return err
+					}
+				}
+				go a.RunWorker(dctx, *workerConc)
+				return nil
+			}}
 		res, err := dr.run(ctx)
+		pprof.StopCPUProfile()
 		if err != nil {
 			return err
 		}
