@@ -39,6 +39,7 @@ type e2eOptions struct {
 	fraction            float64       // of the maximum, for the fixed-rate phase
 	backlog             int           // deliveries of the drain
 	workerConc          int
+	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
 }
 
@@ -82,6 +83,13 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	server := &child{name: "server", bin: serverBin, env: env, log: filepath.Join(dir, "server.log")}
 	worker := &child{name: "worker", bin: workerBin, args: []string{"-concurrency", fmt.Sprint(o.workerConc)}, env: env,
 		log: filepath.Join(dir, "worker.log")}
+	if o.workerNice > 0 { // nice(1) execs the worker: same pid
+		// The kernel's getpriority is 20 - nice; nice stops at 19.
+		if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil && 20-prio+o.workerNice > 19 {
+			fmt.Fprintf(os.Stderr, "benchingest: running at nice %d, the worker cannot go %d lower than the server\n", 20-prio, o.workerNice)
+		}
+		worker.bin, worker.args = "nice", append([]string{"-n", fmt.Sprint(o.workerNice), workerBin}, worker.args...)
+	}
 	defer server.stop()
 	defer worker.stop()
 	if err := server.start(); err != nil {
@@ -123,7 +131,7 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	defer queue.Close()
 	procs := []watched{{"server", server.pid}, {"worker", worker.pid}}
 
-	fmt.Printf("end to end: server (LEADPIPE_WORKER=off) and worker (-concurrency %d) as separate processes, log level %s\n", o.workerConc, o.logLevel)
+	fmt.Printf("end to end: server (LEADPIPE_WORKER=off) and worker (-concurrency %d, nice +%d) as separate processes, log level %s\n", o.workerConc, o.workerNice, o.logLevel)
 	// (a) and (b): the baseline, then the backlog's drain by the worker
 	// process started for it.
 	dr := drain{raw: raw, queue: queue, tenantID: ten.ID, sourceID: src.ID, n: o.backlog, conns: o.conns, d: o.d / 2,

@@ -68,6 +68,7 @@ func run() error {
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
 	backlog := flag.Int("backlog", 50000, "with -e2e: deliveries of the stored backlog the worker drains")
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
+	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
 	logLevel := flag.String("log-level", "info", "with -e2e: the processes' LEADPIPE_LOG_LEVEL (info: a line per request, as deployed)")
 	flag.Parse()
 	if *rounds < 1 {
@@ -94,7 +95,7 @@ func run() error {
 	findServers(cfg.Addr, *redisAddr)
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
-			probe: *probe, fraction: *fraction, backlog: *backlog, workerConc: *workerConc, logLevel: *logLevel})
+			probe: *probe, fraction: *fraction, backlog: *backlog, workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
 	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),

@@ -161,7 +161,7 @@ func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
 		for _, i := range rng.Perm(n) { // stored (received) in shuffled event-time order
 			body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("%s-%02d", ref, i), ref,
 				kinds.Lead{Name: fmt.Sprintf("%s name %02d", ref, i), Email: fmt.Sprintf("%s-%02d@example.com", ref, i)}, base.Add(time.Duration(i)*time.Second))
-			id := db.NewID()
+			id := ids.New()
 			dups := i % 3
 			if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
 				VALUES (?, ?, ?, ?, 'webhook', ?, ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("%s-%02d", ref, i), body, time.Now().UTC(), dups); err != nil {
