@@ -155,7 +155,7 @@ func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
 	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
 	ctx := context.Background()
 	const n = 50
-	store := func(ref string) (ids []string, sightings int) {
+	store := func(ref string) (rows []string, sightings int) {
 		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for _, i := range rng.Perm(n) { // stored (received) in shuffled event-time order
@@ -167,10 +167,10 @@ func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
 				VALUES (?, ?, ?, ?, 'webhook', ?, ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("%s-%02d", ref, i), body, time.Now().UTC(), dups); err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, id)
+			rows = append(rows, id)
 			sightings += 1 + dups
 		}
-		return ids, sightings
+		return rows, sightings
 	}
 	check := func(ref string, sightings int) {
 		t.Helper()
@@ -189,21 +189,21 @@ func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
 		}
 	}
 
-	ids, sightings := store("one-batch")
-	for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, ids) {
+	rows, sightings := store("one-batch")
+	for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, rows) {
 		if err != nil {
 			t.Fatalf("delivery %d: %v", i, err)
 		}
 	}
 	check("one-batch", sightings)
 
-	ids, sightings = store("across")
+	rows, sightings = store("across")
 	var wg sync.WaitGroup
 	for b := 0; b < n/5; b++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, ids[b*5:b*5+5]) {
+			for i, err := range e.App.Processor.ProcessTogether(ctx, ten.ID, rows[b*5:b*5+5]) {
 				if err != nil {
 					t.Errorf("batch %d delivery %d: %v", b, i, err)
 				}
