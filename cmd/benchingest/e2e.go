@@ -68,14 +68,10 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	if err != nil {
 		return err
 	}
-	workerAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
 	base := "http://" + addr
 	const adminToken = "benchingest-e2e-admin-token"
 	env := map[string]string{
-		"LEADPIPE_ADDR": addr, "LEADPIPE_WORKER_ADDR": workerAddr, "LEADPIPE_BASE_URL": base,
+		"LEADPIPE_ADDR": addr, "LEADPIPE_WORKER_ADDR": "127.0.0.1:0", // the worker's listener is not called "LEADPIPE_BASE_URL": base,
 		"LEADPIPE_MYSQL_DSN": o.benchDSN, "LEADPIPE_REDIS_ADDR": o.redisAddr, "LEADPIPE_REDIS_DB": fmt.Sprint(o.redisDB),
 		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI=", "LEADPIPE_ADMIN_TOKEN": adminToken,
 		"LEADPIPE_WORKER": "off", "LEADPIPE_LOG_LEVEL": o.logLevel,

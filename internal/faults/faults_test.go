@@ -137,7 +137,10 @@ func (s *suite) start(dbName string) {
 		"LEADPIPE_SWEEP_AFTER":           "2s",
 		"LEADPIPE_LOG_LEVEL":             "warn",
 		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
-		"LEADPIPE_WORKER_ADDR":           fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		// Any free port at each (re)start: nothing here calls the worker's
+		// listener, and a port picked once can be taken by an outgoing
+		// connection before the worker restarts.
+		"LEADPIPE_WORKER_ADDR": "127.0.0.1:0",
 	}
 	s.server = newLeadpipe(t, "server", serverBin, env, dir)
 	s.worker = newLeadpipe(t, "worker", workerBin, env, dir)
