@@ -96,13 +96,19 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 		Modified int `db:"modified"`
 	}
 	deadline := time.Now().Add(60 * time.Second)
+	var qerr error
 	for blocked.N == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		_ = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
+		qerr = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
 			FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_rows_modified > 0`)
 	}
 	if blocked.N == 0 {
-		t.Fatal("no batch transaction waiting at the gate after writing rows within 60 s")
+		var states []struct {
+			State string `db:"state"`
+			N     int    `db:"n"`
+		}
+		_ = s.check.SelectContext(ctx, &states, `SELECT state, COUNT(*) AS n FROM deliveries WHERE tenant_id = ? GROUP BY state`, h.tenantID)
+		t.Fatalf("no batch transaction waiting at the gate after writing rows within 60 s (last query error %v; deliveries by state %v)", qerr, states)
 	}
 	t.Logf("%d batch transactions wait at the gate with %d rows written; killing the worker", blocked.N, blocked.Modified)
 	s.worker.signal(syscall.SIGKILL)
