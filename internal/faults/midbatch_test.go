@@ -12,10 +12,11 @@ import (
 )
 
 // The worker process SIGKILLed in the middle of its batch transactions
-// (the backlog's first 200 deliveries flow, and the batches that reach the
-// 100 "gated" ones behind them have written their leads and wait, in the
-// update that marks their deliveries processed, on a gate row the test
-// holds): on restart
+// (the backlog's first 200 deliveries flow; a batch that reaches the 100
+// "gated" ones behind them writes its leads and waits, in the update that
+// marks its deliveries processed, on a gate row the test holds, and the
+// batches after it wait on its lead rows; the kill comes once batch
+// transactions wait on locks, rows written): on restart
 // every delivery is processed exactly once. Each acknowledged delivery is
 // processed with attempts = 1 (one committed processing: the killed ones
 // rolled back), onto the lead of its natural key; every lead's times_seen
@@ -99,8 +100,10 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	var qerr error
 	for blocked.N == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+		// Batch transactions waiting on a lock: at the gate (after writing
+		// their leads) or behind a batch there (on its lead rows).
 		qerr = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
-			FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_rows_modified > 0`)
+			FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`)
 	}
 	if blocked.N == 0 {
 		var states []struct {
@@ -108,9 +111,12 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 			N     int    `db:"n"`
 		}
 		_ = s.check.SelectContext(ctx, &states, `SELECT state, COUNT(*) AS n FROM deliveries WHERE tenant_id = ? GROUP BY state`, h.tenantID)
-		t.Fatalf("no batch transaction waiting at the gate after writing rows within 60 s (last query error %v; deliveries by state %v)", qerr, states)
+		t.Fatalf("no batch transaction waiting on a lock within 60 s (last query error %v; deliveries by state %v)", qerr, states)
 	}
-	t.Logf("%d batch transactions wait at the gate with %d rows written; killing the worker", blocked.N, blocked.Modified)
+	time.Sleep(time.Second) // the rest of the in-flight batches reach the gate or the locks behind it
+	_ = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
+		FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`)
+	t.Logf("%d batch transactions wait on locks with %d rows written; killing the worker", blocked.N, blocked.Modified)
 	s.worker.signal(syscall.SIGKILL)
 	if err := gate.Rollback(); err != nil {
 		t.Fatal(err)
