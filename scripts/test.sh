@@ -28,5 +28,7 @@ if [ -n "$unformatted" ]; then
   echo "test: gofmt needed on:" >&2; echo "$unformatted" >&2; exit 1
 fi
 go vet ./...
-export TMPDIR="${TMPDIR:-/tmp}/leadpipe-test"; mkdir -p "$TMPDIR"
+# A short private TMPDIR under /tmp, whatever the caller's TMPDIR: Chromium
+# refuses a user-data-dir whose socket path grows past 107 bytes.
+export TMPDIR="$(mktemp -d /tmp/lpt.XXXXXX)"
 exec go test -race -count=1 -timeout 30m "$@" ./...
