@@ -24,8 +24,7 @@ func (a *App) wireReconcile(ctx context.Context) error {
 	a.Sources.CheckURL = func(u string) error { return outbound.CheckURL(u, allowPrivate) }
 
 	svc := &reconcile.Service{
-		Now: a.Now,
-		DB:  a.DB, Sources: a.Sources, Queue: a.Queue, Stats: a.Stats,
+		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: a.Stats, Now: a.Now,
 		Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate}),
 		Log:    a.Log.With("component", "reconcile"),
 		// Exactly the webhook path: same mapping, same upsert.

@@ -172,6 +172,7 @@ func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor 
 	if err != nil {
 		return BulkResult{}, err
 	}
+	em := s.emitter(tx, tenantID) // the subscriptions are read once for all the leads
 	byID := make(map[string]Lead, len(rows))
 	for _, l := range rows {
 		byID[l.ID] = l
@@ -191,7 +192,7 @@ func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor 
 			}
 			p.Tags = &tags
 		}
-		next, changed, err := s.applyPatch(ctx, tx, tenantID, cur, actor, false, p)
+		next, changed, err := s.applyPatch(ctx, tx, tenantID, cur, actor, false, p, em)
 		if err != nil {
 			return BulkResult{}, err
 		}

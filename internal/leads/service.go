@@ -66,17 +66,42 @@ const (
 	OutboundStatusChanged = "lead.status_changed"
 )
 
-func (s *Service) emit(ctx context.Context, tx db.Ext, tenantID, typ string, l Lead) error {
-	if s.Emit == nil {
-		return nil
-	}
-	if s.Wants != nil {
-		wants, err := s.Wants(ctx, tx, tenantID)
-		if err != nil || !wants(typ) {
-			return err
+// emitter writes one transaction's outbound events. It reads the
+// tenant's subscriptions once, at the first event (a bulk edit emits many;
+// a patch of tags alone, none).
+type emitter struct {
+	s        *Service
+	x        db.Ext
+	tenantID string
+	wants    func(eventType string) bool
+}
+
+func (s *Service) emitter(x db.Ext, tenantID string) *emitter {
+	return &emitter{s: s, x: x, tenantID: tenantID}
+}
+
+// wanted reports whether an event of type typ is written at all.
+func (e *emitter) wanted(ctx context.Context, typ string) (bool, error) {
+	switch {
+	case e.s.Emit == nil:
+		return false, nil
+	case e.s.Wants == nil:
+		return true, nil
+	case e.wants == nil:
+		w, err := e.s.Wants(ctx, e.x, e.tenantID)
+		if err != nil {
+			return false, err
 		}
+		e.wants = w
 	}
-	return s.Emit(ctx, tx, tenantID, typ, l)
+	return e.wants(typ), nil
+}
+
+func (e *emitter) emit(ctx context.Context, typ string, l Lead) error {
+	if ok, err := e.wanted(ctx, typ); !ok {
+		return err
+	}
+	return e.s.Emit(ctx, e.x, e.tenantID, typ, l)
 }
 
 // SenderChanged writes, in the transaction of a sender upsert (a webhook
@@ -86,9 +111,6 @@ func (s *Service) emit(ctx context.Context, tx db.Ext, tenantID, typ string, l L
 // Unchanged and stale records emit nothing. Leads are visited in id order
 // so that concurrent batches take the event sequence rows in one order.
 func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []UpsertOutcome) error {
-	if s.Emit == nil {
-		return nil
-	}
 	types := map[string]string{}
 	for _, o := range outcomes {
 		switch {
@@ -98,29 +120,25 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 			types[o.LeadID] = OutboundUpdated
 		}
 	}
-	if len(types) == 0 {
-		return nil
-	}
-	if s.Wants != nil {
-		wants, err := s.Wants(ctx, x, tenantID)
+	em := s.emitter(x, tenantID)
+	for id, typ := range types {
+		ok, err := em.wanted(ctx, typ)
 		if err != nil {
 			return err
 		}
-		for id, typ := range types {
-			if !wants(typ) {
-				delete(types, id)
-			}
+		if !ok {
+			delete(types, id)
 		}
-		if len(types) == 0 {
-			return nil
-		}
+	}
+	if len(types) == 0 {
+		return nil
 	}
 	ls, err := byIDs(ctx, x, tenantID, slices.Sorted(maps.Keys(types)))
 	if err != nil {
 		return err
 	}
 	for _, l := range ls {
-		if err := s.Emit(ctx, x, tenantID, types[l.ID], l); err != nil {
+		if err := em.emit(ctx, types[l.ID], l); err != nil {
 			return err
 		}
 	}
@@ -181,7 +199,7 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
 		return Lead{}, err
 	}
-	if err := s.emit(ctx, tx, tenantID, OutboundCreated, l); err != nil {
+	if err := s.emitter(tx, tenantID).emit(ctx, OutboundCreated, l); err != nil {
 		return Lead{}, err
 	}
 	return l, nil
@@ -226,14 +244,15 @@ func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string,
 	if ifMatch != AnyVersion && cur.Version != ifMatch {
 		return Lead{}, stale(cur.Version)
 	}
-	out, _, err := s.applyPatch(ctx, tx, tenantID, cur, actor, ifMatch == AnyVersion, in)
+	out, _, err := s.applyPatch(ctx, tx, tenantID, cur, actor, ifMatch == AnyVersion, in, s.emitter(tx, tenantID))
 	return out, err
 }
 
 // applyPatch changes cur's human-owned fields as in says, under cur's
 // version, with a timeline entry per changed field. It reports whether
-// anything changed (no change: no new version, no entry).
-func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, cur Lead, actor tenants.Principal, anyVersion bool, in PatchInput) (Lead, bool, error) {
+// anything changed (no change: no new version, no entry). A status change
+// emits lead.status_changed through em.
+func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, cur Lead, actor tenants.Principal, anyVersion bool, in PatchInput, em *emitter) (Lead, bool, error) {
 	id := cur.ID
 	next := cur
 	var ownerName string
@@ -308,7 +327,7 @@ func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, 
 		return Lead{}, false, err
 	}
 	if statusChanged {
-		if err := s.emit(ctx, tx, tenantID, OutboundStatusChanged, out); err != nil {
+		if err := em.emit(ctx, OutboundStatusChanged, out); err != nil {
 			return Lead{}, false, err
 		}
 	}
