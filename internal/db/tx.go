@@ -45,18 +45,24 @@ func Retryable(err error) bool {
 // timeout the whole function is re-run (up to 5 attempts), so fn must not
 // have side effects outside the transaction.
 func InTx(ctx context.Context, d *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	return Retry(ctx, 5, 5*time.Millisecond, func() error { return inTxOnce(ctx, d, fn) })
+}
+
+// Retry runs fn up to attempts times while it fails with a Retryable
+// error, waiting before the n-th retry a random time up to base << (n-1):
+// full jitter keeps racing retries from colliding again.
+func Retry(ctx context.Context, attempts int, base time.Duration, fn func() error) error {
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		err = inTxOnce(ctx, d, fn)
-		if err == nil || !Retryable(err) {
-			return err
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(rand.Int64N(int64(base) << (attempt - 1)))):
+			}
 		}
-		// Full jitter keeps racing retries from colliding again.
-		backoff := time.Duration(rand.Int64N(int64(5*time.Millisecond) << attempt))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err = fn(); err == nil || !Retryable(err) {
+			return err
 		}
 	}
 	return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -199,28 +198,17 @@ const claimAttempts = 8
 // changed nothing, so it simply claims again, as does one whose stale-run
 // check lost a lock race.
 func (s *Service) claimRun(ctx context.Context, run Run) (bool, error) {
-	var err error
-	for attempt := range claimAttempts {
-		if attempt > 0 {
-			// Full jitter keeps the victims from colliding again.
-			select {
-			case <-ctx.Done():
-				return false, ctx.Err()
-			case <-time.After(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt))):
-			}
-		}
+	var claimed bool
+	err := db.Retry(ctx, claimAttempts, 4*time.Millisecond, func() error {
 		now := run.StartedAt
-		if _, err = abandonStale(ctx, s.DB, run.TenantID, run.SourceID, now.Add(-s.staleAfter()), now); err == nil {
-			var claimed bool
-			if claimed, err = insertRun(ctx, s.DB, run); err == nil {
-				return claimed, nil
-			}
+		if _, err := abandonStale(ctx, s.DB, run.TenantID, run.SourceID, now.Add(-s.staleAfter()), now); err != nil {
+			return err
 		}
-		if !db.Retryable(err) {
-			return false, err
-		}
-	}
-	return false, err
+		var err error
+		claimed, err = insertRun(ctx, s.DB, run)
+		return err
+	})
+	return claimed, err
 }
 
 // HandlePurge is TypePurge's handler: finished runs older than Retention go.
