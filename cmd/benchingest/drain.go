@@ -98,7 +98,7 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		go func() {
 			defer wg.Done()
 			for id := range work {
-				t, opts := webhooks.NewProcessTask(dr.tenantID, id)
+				t, opts := webhooks.NewProcessTask(dr.tenantID, id, 0)
 				if _, err := dr.queue.EnqueueContext(ctx, t, opts...); err != nil && failed.Add(1) == 1 {
 					fmt.Fprintln(os.Stderr, "enqueue:", err)
 				}

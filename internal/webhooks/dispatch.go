@@ -110,7 +110,7 @@ func (d *Dispatcher) Flush(ctx context.Context) {
 func (d *Dispatcher) enqueue(it dispatchItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
-	t, opts := NewProcessTask(it.tenantID, it.id)
+	t, opts := NewProcessTask(it.tenantID, it.id, 0)
 	if _, err := d.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		d.failure(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
@@ -64,13 +65,16 @@ func truncateError(msg string) string {
 // `failed`, one more attempt, the cause in last_error, counted once in
 // processing_failures. Only a `received` delivery changes, so a late or
 // repeated call (the handler, then Asynq's error handler, then the archive
-// check) changes and counts nothing more. It reports whether it changed
-// the row. attempts is how many runs the task made (its failed runs
-// rolled back, so the row has not counted them); 0 counts this one.
-func (p *Processor) MarkFailed(ctx context.Context, tenantID, id string, attempts int, cause string) (bool, error) {
+// check) changes and counts nothing more; nor does the failure of a task
+// queued before a reprocess (pl.Runs, see ProcessPayload). It reports
+// whether it changed the row. attempts is how many runs the task made
+// (its failed runs rolled back, so the row has not counted them); 0 counts
+// this one.
+func (p *Processor) MarkFailed(ctx context.Context, pl ProcessPayload, attempts int, cause string) (bool, error) {
 	now := p.now()
+	tenantID, id := pl.TenantID, pl.DeliveryID
 	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?
-		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, attempts, truncateError(cause), tenantID, id)
+		WHERE tenant_id = ? AND id = ? AND state = 'received' AND attempts = ?`, now, attempts, truncateError(cause), tenantID, id, pl.Runs)
 	if err != nil {
 		return false, err
 	}
@@ -95,9 +99,9 @@ func (p *Processor) countFailure(ctx context.Context, tenantID, sourceID, id, ca
 
 // markFailed is MarkFailed for the task handler: a database error is
 // logged (the error handler or the archive check retries the marking).
-func (p *Processor) markFailed(ctx context.Context, tenantID, id string, cause error) {
-	if _, err := p.MarkFailed(ctx, tenantID, id, 0, cause.Error()); err != nil {
-		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", id, "err", err)
+func (p *Processor) markFailed(ctx context.Context, pl ProcessPayload, cause error) {
+	if _, err := p.MarkFailed(ctx, pl, 0, cause.Error()); err != nil {
+		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", pl.DeliveryID, "err", err)
 	}
 }
 
@@ -130,7 +134,7 @@ func (p *Processor) HandleFinalFailure(ctx context.Context, t *asynq.Task, err e
 	if !errors.Is(err, asynq.SkipRetry) {
 		cause = fmt.Sprintf("gave up after %d attempts: %s", retried+1, cause)
 	}
-	if _, merr := p.MarkFailed(mctx, pl.TenantID, pl.DeliveryID, retried+1, cause); merr != nil {
+	if _, merr := p.MarkFailed(mctx, pl, retried+1, cause); merr != nil {
 		p.Log.ErrorContext(ctx, "mark delivery failed (the archive check will retry)", "delivery", pl.DeliveryID, "err", merr)
 	}
 }
@@ -163,7 +167,7 @@ func (p *Processor) SettleArchived(ctx context.Context) (int, error) {
 			}
 			if pl, ok := decodeProcessPayload(ti.Payload); ok {
 				cause := fmt.Sprintf("gave up after %d attempts: %s", ti.Retried+1, ti.LastErr)
-				if _, err := p.MarkFailed(ctx, pl.TenantID, pl.DeliveryID, ti.Retried+1, cause); err != nil {
+				if _, err := p.MarkFailed(ctx, pl, ti.Retried+1, cause); err != nil {
 					return n, err // keep the task: the next sweep tries again
 				}
 			}
@@ -185,7 +189,11 @@ func (p *Processor) SettleArchived(ctx context.Context) (int, error) {
 // TaskID in the archive is deleted first, one waiting for a retry or a
 // schedule is run at once, one pending or running is left alone.
 func (p *Processor) Requeue(ctx context.Context, tenantID, id string) error {
-	t, opts := NewProcessTask(tenantID, id)
+	var runs int
+	if err := p.DB.GetContext(ctx, &runs, `SELECT attempts FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
+		return db.MapErr(err, "delivery not found", "")
+	}
+	t, opts := NewProcessTask(tenantID, id, runs)
 	_, err := p.Queue.EnqueueContext(ctx, t, opts...)
 	if err == nil || !errors.Is(err, asynq.ErrTaskIDConflict) || p.Inspector == nil {
 		return err

@@ -225,12 +225,19 @@ const TypeProcessDelivery = "delivery:process"
 type ProcessPayload struct {
 	TenantID   string `json:"tenant_id"`
 	DeliveryID string `json:"delivery_id"` // our row id
+	// Runs is the delivery's attempts when the task was queued. The
+	// task's final failure marks the delivery failed only while attempts
+	// still says so: once a reprocess has reset a failed delivery (its
+	// failure counted an attempt), a late failure of the old task (the
+	// error handler, the archive settle) leaves it alone.
+	Runs int `json:"runs,omitempty"`
 }
 
-// NewProcessTask builds the task; its TaskID is the delivery row id, so
-// the ingest path and the sweeper never queue one delivery twice.
-func NewProcessTask(tenantID, deliveryRowID string) (*asynq.Task, []asynq.Option) {
-	b, _ := json.Marshal(ProcessPayload{TenantID: tenantID, DeliveryID: deliveryRowID})
+// NewProcessTask builds the task of a delivery whose attempts are runs;
+// its TaskID is the delivery row id, so the ingest path and the sweeper
+// never queue one delivery twice.
+func NewProcessTask(tenantID, deliveryRowID string, runs int) (*asynq.Task, []asynq.Option) {
+	b, _ := json.Marshal(ProcessPayload{TenantID: tenantID, DeliveryID: deliveryRowID, Runs: runs})
 	return asynq.NewTask(TypeProcessDelivery, b), []asynq.Option{
 		asynq.TaskID(deliveryRowID), asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
 	}

@@ -71,7 +71,7 @@ func TestSweepWalksPastStuckRows(t *testing.T) {
 	base := time.Now().Add(-time.Hour)
 	for i := 0; i < 600; i++ {
 		id := storeDelivery(t, e, s, fmt.Sprintf("stuck-%d", i), fmt.Sprintf("c-stuck-%d", i), "stuck@example.com", base.Add(time.Duration(i)*time.Millisecond))
-		task, opts := webhooks.NewProcessTask(ten.ID, id)
+		task, opts := webhooks.NewProcessTask(ten.ID, id, 0)
 		if _, err := e.App.Queue.EnqueueContext(ctx, task, append(opts, asynq.ProcessIn(time.Hour))...); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestRetriesExhaustedMarksFailedThenReprocess(t *testing.T) {
 	if err := insp.DeleteTask(jobs.QueueCritical, id); err != nil {
 		t.Fatal(err)
 	}
-	task, opts := webhooks.NewProcessTask(ten.ID, id)
+	task, opts := webhooks.NewProcessTask(ten.ID, id, 0)
 	if _, err := e.App.Queue.EnqueueContext(ctx, task, append(opts, asynq.MaxRetry(2))...); err != nil {
 		t.Fatal(err)
 	}
@@ -443,4 +443,38 @@ func TestGenericWrongPathFixAndReprocess(t *testing.T) {
 
 func sourcesInput(slug, kind string, config []byte) sources.CreateInput {
 	return sources.CreateInput{Slug: slug, Name: slug, Kind: kind, Config: config}
+}
+
+// A reprocess resets a failed delivery; a late final failure of the task
+// queued before it (Asynq's error handler, the archive settle) must not
+// fail it again, while a failure of the task the reprocess queued does.
+func TestLateFailureOfAnOldTaskLeavesAReprocessedDelivery(t *testing.T) {
+	e := apptest.New(t, "hooks_late_failure", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("late")
+	s := newSource(t, e, ten.ID, "web", kinds.Standard)
+	id := storeDelivery(t, e, s, "evt-late", "ref-late", "late@example.com", time.Now())
+	ctx := context.Background()
+	p := e.App.Processor
+	old := webhooks.ProcessPayload{TenantID: ten.ID, DeliveryID: id} // queued at ingest: attempts 0
+	if ok, err := p.MarkFailed(ctx, old, 1, "the mapping was wrong"); err != nil || !ok {
+		t.Fatalf("first failure: changed %v, %v", ok, err)
+	}
+	// Reprocessed: received again, its failure still counted in attempts.
+	if _, err := e.App.DB.Exec(`UPDATE deliveries SET state = 'received', processed_at = NULL WHERE tenant_id = ? AND id = ?`, ten.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.MarkFailed(ctx, old, 1, "late: the old task's failure"); err != nil || ok {
+		t.Fatalf("the old task's late failure changed the reprocessed delivery (%v, %v)", ok, err)
+	}
+	var st struct {
+		State    string `db:"state"`
+		Attempts int    `db:"attempts"`
+	}
+	if err := e.App.DB.Get(&st, `SELECT state, attempts FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, id); err != nil || st.State != "received" || st.Attempts != 1 {
+		t.Fatalf("after the late failure: %+v (%v)", st, err)
+	}
+	again := webhooks.ProcessPayload{TenantID: ten.ID, DeliveryID: id, Runs: st.Attempts} // what Requeue queues
+	if ok, err := p.MarkFailed(ctx, again, 1, "failed again"); err != nil || !ok {
+		t.Fatalf("the reprocess task's failure: changed %v, %v", ok, err)
+	}
 }

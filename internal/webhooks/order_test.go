@@ -245,7 +245,7 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			task, _ := webhooks.NewProcessTask(ten.ID, id)
+			task, _ := webhooks.NewProcessTask(ten.ID, id, 0)
 			if errs[i] = e.App.Processor.HandleProcess(ctx, task); errs[i] != nil {
 				e.App.Processor.HandleFinalFailure(ctx, task, errs[i])
 			}
@@ -360,7 +360,7 @@ func TestQualifiedLeadKeepsStatusAndETag(t *testing.T) {
 		}
 		processed(4)
 	}
-	task, _ := webhooks.NewProcessTask(ten.ID, id)
+	task, _ := webhooks.NewProcessTask(ten.ID, id, 0)
 	if err := e.App.Processor.HandleProcess(ctx, task); err != nil {
 		t.Fatal(err)
 	}

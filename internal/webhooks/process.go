@@ -432,12 +432,12 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 	case apperr.Is(err, apperr.NotFound):
 		// The source is gone (a delivery that is gone itself changes nothing):
 		// retrying cannot help.
-		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
+		p.markFailed(ctx, pl, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
 	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind),
 		errors.Is(err, kinds.ErrInvalidConfig):
 		// The stored bytes can never map: a dead letter, not a retry loop.
-		p.markFailed(ctx, pl.TenantID, pl.DeliveryID, err)
+		p.markFailed(ctx, pl, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
 	}
 	return err // transient (database): Asynq retries with backoff

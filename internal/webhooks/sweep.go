@@ -115,7 +115,7 @@ func (p *Processor) sweepTenant(ctx context.Context, tenantID string, before tim
 		}
 		seen += len(page)
 		for _, d := range page {
-			t, opts := NewProcessTask(tenantID, d.ID)
+			t, opts := NewProcessTask(tenantID, d.ID, d.Attempts)
 			_, err := p.Queue.EnqueueContext(ctx, t, opts...)
 			switch {
 			case err == nil:
@@ -143,6 +143,7 @@ func (p *Processor) sweepTenant(ctx context.Context, tenantID string, before tim
 type pendingRow struct {
 	ID         string    `db:"id"`
 	ReceivedAt time.Time `db:"received_at"`
+	Attempts   int       `db:"attempts"`
 }
 
 // pendingDeliveries lists a page of a tenant's deliveries still `received`
@@ -152,11 +153,11 @@ func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before ti
 	var rows []pendingRow
 	var err error
 	if after == nil {
-		err = x.SelectContext(ctx, &rows, `SELECT id, received_at FROM deliveries
+		err = x.SelectContext(ctx, &rows, `SELECT id, received_at, attempts FROM deliveries
 		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
 		ORDER BY received_at, id LIMIT ?`, tenantID, before, limit)
 	} else {
-		err = x.SelectContext(ctx, &rows, `SELECT id, received_at FROM deliveries
+		err = x.SelectContext(ctx, &rows, `SELECT id, received_at, attempts FROM deliveries
 		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
 		  AND (received_at > ? OR (received_at = ? AND id > ?))
 		ORDER BY received_at, id LIMIT ?`, tenantID, before, after.at, after.at, after.id, limit)
