@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -31,6 +31,10 @@ type drain struct {
 	d                  time.Duration
 	startWorker        func() error
 	procs              []watched // child processes whose CPU counts (the worker's, the server's)
+	// fill, when set, makes the backlog instead of storing rows directly:
+	// -e2e sends n signed deliveries through the running server, whose
+	// dispatcher queues their tasks as it does in production.
+	fill func(ctx context.Context, n int) (time.Duration, error)
 }
 
 // drainResult is what a drain measured.
@@ -73,44 +77,23 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 	base.run(dr.conns, dr.d)
 	out.odku = base
 	// The backlog: stored rows, tasks queued, no worker.
-	for i := 0; i < dr.n; i += 500 {
-		m := min(500, dr.n-i)
-		q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, 'webhook', ?, ?)` +
-			strings.Repeat(", (?, ?, ?, ?, 'webhook', ?, ?)", m-1)
-		args := make([]any, 0, m*6)
-		for j := i; j < i+m; j++ {
-			args = append(args, dr.tenantID, dr.sourceID, ids.New(), fmt.Sprintf("dr_%d", j), bodies[j], now)
-		}
-		if _, err := dr.raw.ExecContext(ctx, q, args...); err != nil {
+	if dr.fill != nil {
+		took, err := dr.fill(ctx, dr.n)
+		if err != nil {
 			return out, err
 		}
+		var tasks int
+		if err := dr.raw.GetContext(ctx, &tasks, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, dr.tenantID); err != nil {
+			return out, err
+		}
+		fmt.Printf("backlog: %d deliveries sent through the server (worker stopped) in %s, %d stored\n", dr.n, took.Round(time.Millisecond), tasks)
+	} else if err := dr.store(ctx, bodies, now); err != nil {
+		return out, err
 	}
 	var ids []string
 	if err := dr.raw.SelectContext(ctx, &ids, `SELECT id FROM deliveries WHERE tenant_id = ? AND state = 'received'`, dr.tenantID); err != nil {
 		return out, err
 	}
-	t0 := time.Now()
-	work := make(chan string)
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range work {
-				t, opts := webhooks.NewProcessTask(dr.tenantID, id, 0)
-				if _, err := dr.queue.EnqueueContext(ctx, t, opts...); err != nil && failed.Add(1) == 1 {
-					fmt.Fprintln(os.Stderr, "enqueue:", err)
-				}
-			}
-		}()
-	}
-	for _, id := range ids {
-		work <- id
-	}
-	close(work)
-	wg.Wait()
-	fmt.Printf("backlog: %d deliveries stored, tasks queued in %s\n", len(ids), time.Since(t0).Round(time.Millisecond))
 	// Drain.
 	before := cpuSnapshot(dr.procs...)
 	start := time.Now()
@@ -134,6 +117,49 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// store writes the backlog's rows directly and queues their processing
+// through a Dispatcher fed one delivery at a time from 16 goroutines, as
+// requests would.
+func (dr drain) store(ctx context.Context, bodies [][]byte, now time.Time) error {
+	for i := 0; i < dr.n; i += 500 {
+		m := min(500, dr.n-i)
+		q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at) VALUES (?, ?, ?, ?, 'webhook', ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, 'webhook', ?, ?)", m-1)
+		args := make([]any, 0, m*6)
+		for j := i; j < i+m; j++ {
+			args = append(args, dr.tenantID, dr.sourceID, ids.New(), fmt.Sprintf("dr_%d", j), bodies[j], now)
+		}
+		if _, err := dr.raw.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	var rows []string
+	if err := dr.raw.SelectContext(ctx, &rows, `SELECT id FROM deliveries WHERE tenant_id = ? AND state = 'received'`, dr.tenantID); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	d := &webhooks.Dispatcher{Queue: dr.queue, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Timeout: 5 * time.Second}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				d.Dispatch(dr.tenantID, []string{id})
+			}
+		}()
+	}
+	for _, id := range rows {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	d.Flush(ctx)
+	fmt.Printf("backlog: %d deliveries stored, tasks queued in %s\n", len(rows), time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 // waitProcessed waits until no delivery of the tenant is left received.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,7 @@ type e2eOptions struct {
 	probe               time.Duration // the maximum's measurement
 	fraction            float64       // of the maximum, for the fixed-rate phase
 	backlog             int           // deliveries of the drain
+	dupN                int           // deliveries of (e), sent new and then again
 	workerConc          int
 	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
@@ -130,15 +132,17 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	fmt.Printf("end to end: server (LEADPIPE_WORKER=off) and worker (-concurrency %d, nice +%d) as separate processes, log level %s\n", o.workerConc, o.workerNice, o.logLevel)
 	// (a) and (b): the baseline, then the backlog's drain by the worker
 	// process started for it.
+	host, path := addr, "/hooks/bench/landing"
 	dr := drain{raw: raw, queue: queue, tenantID: ten.ID, sourceID: src.ID, n: o.backlog, conns: o.conns, d: o.d / 2,
-		startWorker: worker.start, procs: procs}
+		startWorker: worker.start, procs: procs, fill: func(ctx context.Context, n int) (time.Duration, error) {
+			return sendN(newFeed(src.Secret, host, path, 0, 1_000_000_000), host, o.conns, n)
+		}}
 	res, err := dr.run(ctx)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, worker.tail(20))
 	}
 	res.print(o.conns, o.workerConc, o.d/2)
 
-	host, path := addr, "/hooks/bench/landing"
 	// (c) The maximum: closed-loop senders of new deliveries, the worker
 	// running (as deployed), then the worker catches up.
 	probe := &phase{name: "max", feed: newFeed(src.Secret, host, path, 0, 2_000_000_000)}
@@ -175,6 +179,12 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
 		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
 	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+	// (e) What a duplicate costs against a new delivery.
+	dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs)
+	if err != nil {
+		return err
+	}
+	dc.print()
 	fmt.Printf("targets: drain %.2f× raw ODKU (≥ 0.80) %s; ack p99 %s (≤ 25ms) %s; ack → readable p99 %s (≤ 1s) %s\n",
 		res.ratio(o.d/2), verdict(res.ratio(o.d/2) >= 0.8),
 		pct(st.ackLat, 99), verdict(pct(st.ackLat, 99) <= 25*time.Millisecond),
@@ -185,6 +195,128 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		}
 	}
 	return nil
+}
+
+// dupCostResult is the CPU of each process per new delivery and per
+// duplicate, each kind sent alone.
+type dupCostResult struct {
+	n                 int
+	newTook, dupTook  time.Duration
+	newCPU, dupCPU    map[string]time.Duration
+	newSrv, dupSrv    time.Duration // server, worker, mariadbd, redis-server
+	newServer, dupSvr time.Duration // the server process alone
+}
+
+// dupCost sends n new deliveries from conns closed-loop senders and holds
+// the window open until the worker has made every lead (a new delivery's
+// cost is its lead too), then the same n again, all duplicates, and holds
+// the window until the leads' times_seen has them (the sightings flush
+// within half a second). The load generator's own CPU is left out: it
+// runs in this process, the server and the worker in theirs.
+func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host string, conns, n int, procs []watched) (dupCostResult, error) {
+	out := dupCostResult{n: n}
+	settle := func(cond func() (bool, error)) error {
+		for limit := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			ok, err := cond()
+			if err != nil || ok {
+				return err
+			}
+			if time.Now().After(limit) {
+				return errors.New("(e): the worker did not catch up within 5 minutes")
+			}
+		}
+	}
+	received := func() (bool, error) {
+		var left int
+		err := raw.GetContext(ctx, &left, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, tenantID)
+		return left == 0, err
+	}
+	if err := settle(received); err != nil { // what earlier phases left
+		return out, err
+	}
+	if err := f.ensure(0, n); err != nil {
+		return out, err
+	}
+	measure := func(wait func() error) (time.Duration, map[string]time.Duration, error) {
+		before := cpuSnapshot(procs...)
+		took, err := sendN(f, host, conns, n)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := wait(); err != nil {
+			return 0, nil, err
+		}
+		each, _ := cpuSnapshot(procs...).per(before, int64(n))
+		return took, each, nil
+	}
+	var err error
+	if out.newTook, out.newCPU, err = measure(func() error { return settle(received) }); err != nil {
+		return out, err
+	}
+	if out.dupTook, out.dupCPU, err = measure(func() error { time.Sleep(1500 * time.Millisecond); return nil }); err != nil {
+		return out, err
+	}
+	for _, k := range []string{"server", "worker", "mariadbd", "redis-server"} {
+		out.newSrv += out.newCPU[k]
+		out.dupSrv += out.dupCPU[k]
+	}
+	out.newServer, out.dupSvr = out.newCPU["server"], out.dupCPU["server"]
+	return out, nil
+}
+
+func (r dupCostResult) print() {
+	line := func(m map[string]time.Duration) string {
+		var parts []string
+		for _, k := range cpuOrder {
+			if v, ok := m[k]; ok {
+				parts = append(parts, fmt.Sprintf("%s %s", k, v.Round(time.Microsecond)))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Printf("(e) %d new deliveries alone (%.0f req/s), the window held until the worker made their leads: CPU per new delivery %s (%s; self is the load generator)\n",
+		r.n, float64(r.n)/r.newTook.Seconds(), r.newSrv.Round(time.Microsecond), line(r.newCPU))
+	fmt.Printf("    the same %d again, all duplicates (%.0f req/s), the window held 1.5 s for the sightings flush: CPU per duplicate %s (%s)\n",
+		r.n, float64(r.n)/r.dupTook.Seconds(), r.dupSrv.Round(time.Microsecond), line(r.dupCPU))
+	fmt.Printf("    CPU per duplicate / per new delivery: %.2f for server + worker + MariaDB + Redis (target ≤ 0.60), %.2f for the server process alone\n",
+		float64(r.dupSrv)/float64(max(r.newSrv, 1)), float64(r.dupSvr)/float64(max(r.newServer, 1)))
+}
+
+// sendN sends requests 0..n-1 of f from conns closed-loop senders and
+// returns how long that took.
+func sendN(f *feed, host string, conns, n int) (time.Duration, error) {
+	if err := f.ensure(0, n); err != nil {
+		return 0, err
+	}
+	p, err := dialPool(host, conns, false, "")
+	if err != nil {
+		return 0, err
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for c := 0; c < conns; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if _, err := p.send(f.at(i)); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(t0), first
 }
 
 func verdict(ok bool) string {

@@ -43,6 +43,8 @@ func (a *App) wireIngest(ctx context.Context) error {
 
 	a.Jobs.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
 	a.Jobs.OnFailure(webhooks.TypeProcessDelivery, a.Processor.HandleFinalFailure)
+	a.Jobs.Handle(webhooks.TypeProcessBatch, a.Processor.HandleBatch)
+	a.Jobs.OnFailure(webhooks.TypeProcessBatch, a.Processor.HandleFinalFailure)
 	sweepAfter := a.Cfg.SweepAfter
 	a.Jobs.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
 		_, err := a.Processor.Sweep(ctx, sweepAfter)

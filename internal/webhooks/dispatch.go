@@ -10,40 +10,61 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// Dispatcher enqueues the processing task of each committed delivery after
-// the sender has had its answer: the Redis round trip is off the
-// acknowledgement's path. It is safe to lose what it holds (a crash, a
-// Redis outage): the sweeper enqueues every delivery left unprocessed, and
-// the task id (the delivery row id) keeps a delivery from being queued
-// twice. A full buffer makes the caller enqueue itself (back-pressure, no
-// unbounded memory).
+// Dispatcher enqueues the processing of committed deliveries after the
+// sender has had its answer: the Redis round trip is off the
+// acknowledgement's path. It gathers what the requests of the last few
+// milliseconds committed and queues one batch task per tenant
+// (TypeProcessBatch) instead of a task per delivery: a task costs Redis
+// and the worker the same whatever it holds (dequeue, lease, completion
+// scripts), so a busy server pays for it once per batch.
+//
+// It is safe to lose what it holds (a crash, a Redis outage): the sweeper
+// enqueues every delivery left unprocessed. A full buffer makes the
+// caller enqueue its own deliveries (back-pressure, no unbounded memory).
 type Dispatcher struct {
-	Queue   Enqueuer
-	Log     *slog.Logger
-	Workers int // concurrent enqueuers (default 32)
-	Buffer  int // tasks waiting (default 8192)
-	Timeout time.Duration
+	Queue Enqueuer
+	Log   *slog.Logger
+	// Linger is how long a batch gathers after its first delivery
+	// (default 5 ms): off the sender's path, and a few milliseconds of a
+	// second's budget from acknowledgement to a readable lead.
+	Linger   time.Duration
+	MaxBatch int // deliveries per task (default 128)
+	Workers  int // concurrent enqueuers (default 4)
+	Buffer   int // deliveries waiting (default 8192)
+	Timeout  time.Duration
 	// WarnEvery bounds the failure warnings: while Redis is down one line
 	// per interval says how many enqueues failed (default 10 s).
 	WarnEvery time.Duration
 
 	failMu   sync.Mutex
-	failed   int       // enqueues failed since the last warning
+	failed   int       // deliveries whose enqueue failed since the last warning
 	lastWarn time.Time // when the last warning was written
 
 	once   sync.Once
 	mu     sync.RWMutex
 	closed bool
 	ch     chan dispatchItem
+	out    chan dispatchBatch
 	wg     sync.WaitGroup
 }
 
 type dispatchItem struct{ tenantID, id string }
 
+type dispatchBatch struct {
+	tenantID string
+	ids      []string
+}
+
 func (d *Dispatcher) start() {
 	d.once.Do(func() {
+		if d.Linger <= 0 {
+			d.Linger = 5 * time.Millisecond
+		}
+		if d.MaxBatch <= 0 {
+			d.MaxBatch = 128
+		}
 		if d.Workers <= 0 {
-			d.Workers = 32
+			d.Workers = 4
 		}
 		if d.Buffer <= 0 {
 			d.Buffer = 8192
@@ -55,33 +76,91 @@ func (d *Dispatcher) start() {
 			d.WarnEvery = 10 * time.Second
 		}
 		d.ch = make(chan dispatchItem, d.Buffer)
+		d.out = make(chan dispatchBatch, d.Workers)
+		d.wg.Add(1 + d.Workers)
+		go func() {
+			defer d.wg.Done()
+			d.gather()
+			close(d.out)
+		}()
 		for i := 0; i < d.Workers; i++ {
-			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()
-				for it := range d.ch {
-					d.enqueue(it)
+				for b := range d.out {
+					d.enqueue(b)
 				}
 			}()
 		}
 	})
 }
 
-// Dispatch queues the tasks of one tenant's fresh deliveries.
+// gather forms the batches: from the first delivery waiting, it collects
+// for Linger (or until MaxBatch deliveries), then hands over one batch
+// per tenant, in chunks of MaxBatch.
+func (d *Dispatcher) gather() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		first, ok := <-d.ch
+		if !ok {
+			return
+		}
+		byTenant := map[string][]string{first.tenantID: {first.id}}
+		order := []string{first.tenantID}
+		n := 1
+		timer.Reset(d.Linger)
+		open := true
+	collect:
+		for n < d.MaxBatch {
+			select {
+			case it, ok := <-d.ch:
+				if !ok {
+					open = false
+					break collect
+				}
+				if _, seen := byTenant[it.tenantID]; !seen {
+					order = append(order, it.tenantID)
+				}
+				byTenant[it.tenantID] = append(byTenant[it.tenantID], it.id)
+				n++
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		for _, tenantID := range order {
+			ids := byTenant[tenantID]
+			for len(ids) > 0 {
+				k := min(len(ids), d.MaxBatch)
+				d.out <- dispatchBatch{tenantID: tenantID, ids: ids[:k]}
+				ids = ids[k:]
+			}
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// Dispatch queues the processing of one tenant's fresh deliveries.
 func (d *Dispatcher) Dispatch(tenantID string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	d.start()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	for _, id := range ids {
-		it := dispatchItem{tenantID, id}
-		if d.closed {
-			d.enqueue(it)
-			continue
-		}
+	if d.closed {
+		d.enqueue(dispatchBatch{tenantID: tenantID, ids: ids})
+		return
+	}
+	for i, id := range ids {
 		select {
-		case d.ch <- it:
+		case d.ch <- dispatchItem{tenantID, id}:
 		default:
-			d.enqueue(it)
+			// Full: the rest goes out from here, in one task.
+			d.enqueue(dispatchBatch{tenantID: tenantID, ids: ids[i:]})
+			return
 		}
 	}
 }
@@ -105,23 +184,22 @@ func (d *Dispatcher) Flush(ctx context.Context) {
 	}
 }
 
-// enqueue queues a delivery's processing task; a conflict means it is
-// queued already, any other error is left to the sweeper.
-func (d *Dispatcher) enqueue(it dispatchItem) {
+// enqueue queues one batch task; an error is left to the sweeper.
+func (d *Dispatcher) enqueue(b dispatchBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
-	t, opts := NewProcessTask(it.tenantID, it.id, 0)
+	t, opts := NewBatchTask(b.tenantID, b.ids, nil)
 	if _, err := d.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		d.failure(err)
+		d.failure(len(b.ids), err)
 	}
 }
 
-// failure counts a failed enqueue and writes one warning per WarnEvery
-// with the count, not one per delivery (a Redis outage under load would
-// otherwise flood the log).
-func (d *Dispatcher) failure(err error) {
+// failure counts deliveries whose enqueue failed and writes one warning
+// per WarnEvery with the count, not one per delivery (a Redis outage
+// under load would otherwise flood the log).
+func (d *Dispatcher) failure(n int, err error) {
 	d.failMu.Lock()
-	d.failed++
+	d.failed += n
 	now := time.Now()
 	if now.Sub(d.lastWarn) < d.WarnEvery {
 		d.failMu.Unlock()

@@ -22,6 +22,7 @@ type TaskInspector interface {
 	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
 	DeleteTask(queue, id string) error
 	RunTask(queue, id string) error
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
 }
 
 // Lifecycle is the Processor's failure handling: the final failure of a
@@ -114,14 +115,45 @@ func decodeProcessPayload(b []byte) (ProcessPayload, bool) {
 	return pl, true
 }
 
+// decodeBatchPayload reads a batch task's payload.
+func decodeBatchPayload(b []byte) (BatchPayload, bool) {
+	var pl BatchPayload
+	if err := json.Unmarshal(b, &pl); err != nil || !ids.Valid(pl.TenantID) || len(pl.IDs) == 0 {
+		return pl, false
+	}
+	for _, id := range pl.IDs {
+		if !ids.Valid(id) {
+			return pl, false
+		}
+	}
+	return pl, true
+}
+
+// taskDeliveries returns the deliveries a processing task (either type)
+// names.
+func taskDeliveries(typ string, payload []byte) ([]ProcessPayload, bool) {
+	switch typ {
+	case TypeProcessDelivery:
+		if pl, ok := decodeProcessPayload(payload); ok {
+			return []ProcessPayload{pl}, true
+		}
+	case TypeProcessBatch:
+		if b, ok := decodeBatchPayload(payload); ok {
+			return b.each(), true
+		}
+	}
+	return nil, false
+}
+
 // HandleFinalFailure is the Asynq error handler's hook for
-// TypeProcessDelivery: called for every failed run, it marks the delivery
-// `failed` when this was the last one (retries exhausted, or SkipRetry).
+// TypeProcessDelivery and TypeProcessBatch: called for every failed run,
+// it marks the task's deliveries still `received` `failed` when this was
+// the last one (retries exhausted, or SkipRetry).
 func (p *Processor) HandleFinalFailure(ctx context.Context, t *asynq.Task, err error) {
 	if !jobs.FinalFailure(ctx, err) {
 		return
 	}
-	pl, ok := decodeProcessPayload(t.Payload())
+	pls, ok := taskDeliveries(t.Type(), t.Payload())
 	if !ok {
 		return
 	}
@@ -134,8 +166,10 @@ func (p *Processor) HandleFinalFailure(ctx context.Context, t *asynq.Task, err e
 	if !errors.Is(err, asynq.SkipRetry) {
 		cause = fmt.Sprintf("gave up after %d attempts: %s", retried+1, cause)
 	}
-	if _, merr := p.MarkFailed(mctx, pl, retried+1, cause); merr != nil {
-		p.Log.ErrorContext(ctx, "mark delivery failed (the archive check will retry)", "delivery", pl.DeliveryID, "err", merr)
+	for _, pl := range pls {
+		if _, merr := p.MarkFailed(mctx, pl, retried+1, cause); merr != nil {
+			p.Log.ErrorContext(ctx, "mark delivery failed (the archive check will retry)", "delivery", pl.DeliveryID, "err", merr)
+		}
 	}
 }
 
@@ -143,7 +177,7 @@ func (p *Processor) HandleFinalFailure(ctx context.Context, t *asynq.Task, err e
 const settleBatch = 1000
 
 // SettleArchived makes sure no archived processing task is left holding
-// a delivery: each archived delivery:process task's delivery is marked
+// a delivery: each archived processing task's deliveries are marked
 // `failed` (if the error handler did not get to it) and the task is
 // deleted, which frees its TaskID for a reprocess or the sweeper. It
 // returns the number of tasks settled.
@@ -162,10 +196,11 @@ func (p *Processor) SettleArchived(ctx context.Context) (int, error) {
 		}
 		settled := 0
 		for _, ti := range tasks {
-			if ti.Type != TypeProcessDelivery {
+			if ti.Type != TypeProcessDelivery && ti.Type != TypeProcessBatch {
 				continue
 			}
-			if pl, ok := decodeProcessPayload(ti.Payload); ok {
+			pls, _ := taskDeliveries(ti.Type, ti.Payload)
+			for _, pl := range pls {
 				cause := fmt.Sprintf("gave up after %d attempts: %s", ti.Retried+1, ti.LastErr)
 				if _, err := p.MarkFailed(ctx, pl, ti.Retried+1, cause); err != nil {
 					return n, err // keep the task: the next sweep tries again

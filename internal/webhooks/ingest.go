@@ -242,3 +242,40 @@ func NewProcessTask(tenantID, deliveryRowID string, runs int) (*asynq.Task, []as
 		asynq.TaskID(deliveryRowID), asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
 	}
 }
+
+// TypeProcessBatch is the task that maps a batch of one tenant's stored
+// deliveries to leads (the dispatcher's; the sweeper, a reprocess and the
+// tasks of older versions queue TypeProcessDelivery).
+const TypeProcessBatch = "delivery:process-batch"
+
+// BatchPayload names one tenant's deliveries to process.
+type BatchPayload struct {
+	TenantID string   `json:"tenant_id"`
+	IDs      []string `json:"ids"` // our row ids
+	// Runs is each delivery's attempts when the task was queued (see
+	// ProcessPayload.Runs); nil means 0 for all.
+	Runs []int `json:"runs,omitempty"`
+}
+
+// each returns the batch as one ProcessPayload per delivery.
+func (b BatchPayload) each() []ProcessPayload {
+	out := make([]ProcessPayload, len(b.IDs))
+	for i, id := range b.IDs {
+		out[i] = ProcessPayload{TenantID: b.TenantID, DeliveryID: id}
+		if i < len(b.Runs) {
+			out[i].Runs = b.Runs[i]
+		}
+	}
+	return out
+}
+
+// NewBatchTask builds the task of a batch of one tenant's deliveries
+// (runs: see BatchPayload.Runs). It has no TaskID: a delivery in two
+// tasks is processed once (the rows are locked, one no longer `received`
+// is skipped).
+func NewBatchTask(tenantID string, ids []string, runs []int) (*asynq.Task, []asynq.Option) {
+	b, _ := json.Marshal(BatchPayload{TenantID: tenantID, IDs: ids, Runs: runs})
+	return asynq.NewTask(TypeProcessBatch, b), []asynq.Option{
+		asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
+	}
+}

@@ -26,10 +26,12 @@ import (
 // Processor maps stored deliveries (and reconciled records) to leads.
 //
 // Deliveries are processed in batches: each Asynq task's handler hands its
-// delivery to the processor and waits for that delivery's own result, and
-// what the handlers hand in at the same time goes through one transaction
-// (see processBatch). Asynq still sees one task per delivery, with its own
-// retries and archive.
+// deliveries to the processor (a TypeProcessBatch task holds what the
+// dispatcher gathered, a TypeProcessDelivery task one) and waits for each
+// one's own result, and what the handlers hand in at the same time goes
+// through one transaction of up to MaxBatch deliveries (see processBatch).
+// Asynq's per-task work (dequeue, lease, completion) is paid once per
+// batch task, not once per delivery.
 type Processor struct {
 	DB      *sqlx.DB
 	Sources *sources.Service
@@ -121,20 +123,41 @@ var errAlreadyProcessed = errors.New("delivery already processed")
 // changes nothing: the delivery rows are locked and a delivery no longer
 // 'received' is skipped.
 func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID string) (Result, error) {
+	res := p.processMany(ctx, tenantID, []string{deliveryRowID})
+	return res[0].res, res[0].err
+}
+
+// processMany hands a tenant's deliveries to the batch runners at once
+// and waits for each one's own result.
+func (p *Processor) processMany(ctx context.Context, tenantID string, ids []string) []processRes {
 	p.once.Do(p.start)
-	r := &processReq{tenantID: tenantID, id: deliveryRowID, done: make(chan processRes, 1)}
-	select {
-	case p.reqs <- r:
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
+	reqs := make([]*processReq, len(ids))
+	out := make([]processRes, len(ids))
+	sent := 0
+	for i, id := range ids {
+		reqs[i] = &processReq{tenantID: tenantID, id: id, done: make(chan processRes, 1)}
+		select {
+		case p.reqs <- reqs[i]:
+			sent++
+		case <-ctx.Done():
+		}
+		if sent <= i {
+			break
+		}
 	}
-	select {
-	case res := <-r.done:
-		return res.res, res.err
-	case <-ctx.Done():
-		// The batch goes on; its outcome is in the database either way.
-		return Result{}, ctx.Err()
+	for i := range reqs {
+		if i >= sent {
+			out[i] = processRes{err: ctx.Err()}
+			continue
+		}
+		select {
+		case out[i] = <-reqs[i].done:
+		case <-ctx.Done():
+			// The batch goes on; its outcome is in the database either way.
+			out[i] = processRes{err: ctx.Err()}
+		}
 	}
+	return out
 }
 
 func (p *Processor) start() {
@@ -426,6 +449,40 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
+	return p.settle(ctx, pl, err)
+}
+
+// HandleBatch is the Asynq handler of TypeProcessBatch: the batch's
+// deliveries go to the runners together, each with its own result. A
+// delivery that can never be processed is marked failed and fails only
+// itself; a transient error (the database) fails the task, and Asynq's
+// retry runs the batch again, where the deliveries processed already are
+// skipped.
+func (p *Processor) HandleBatch(ctx context.Context, t *asynq.Task) error {
+	b, ok := decodeBatchPayload(t.Payload())
+	if !ok {
+		return fmt.Errorf("delivery:process-batch: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
+	}
+	pls := b.each()
+	results := p.processMany(ctx, b.TenantID, b.IDs)
+	var retry error
+	n := 0
+	for i, res := range results {
+		if err := p.settle(ctx, pls[i], res.err); err != nil && !errors.Is(err, asynq.SkipRetry) {
+			retry, n = err, n+1
+		}
+	}
+	if retry != nil {
+		return fmt.Errorf("delivery:process-batch: %d of %d deliveries: %w", n, len(pls), retry)
+	}
+	return nil
+}
+
+// settle turns one delivery's processing error into the task's answer:
+// nil when it is done (or another run did it), SkipRetry after marking it
+// failed when retrying cannot help, the error itself when it is transient
+// (the database: Asynq retries with backoff).
+func (p *Processor) settle(ctx context.Context, pl ProcessPayload, err error) error {
 	switch {
 	case err == nil, errors.Is(err, errAlreadyProcessed):
 		return nil
@@ -440,5 +497,5 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 		p.markFailed(ctx, pl, err)
 		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
 	}
-	return err // transient (database): Asynq retries with backoff
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/jobs"
 	"leadpipe/internal/tenants"
 )
 
@@ -75,6 +76,11 @@ func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error)
 	if _, err := p.SettleArchived(ctx); err != nil {
 		p.Log.WarnContext(ctx, "settle archived delivery tasks", "err", err)
 	}
+	if p.queueBusy() {
+		// The worker is behind its queue: the deliveries queued will come,
+		// and a later sweep looks again.
+		return 0, nil
+	}
 	before := p.now().Add(-after)
 	budget := sweepBudget
 	if p.SweepBudget > 0 {
@@ -97,6 +103,26 @@ func (p *Processor) Sweep(ctx context.Context, after time.Duration) (int, error)
 		p.Log.InfoContext(ctx, "sweeper enqueued unprocessed deliveries", "count", n)
 	}
 	return n, nil
+}
+
+// sweepMaxPending is how many processing tasks may wait in the queue for
+// a sweep to run. Batch tasks hold no TaskID per delivery, so the sweeper
+// cannot tell a delivery whose batch still waits from one whose task was
+// lost; while the worker is behind, a sweep would queue the backlog a
+// second time. It waits until the queue is short: what was lost is found
+// then.
+const sweepMaxPending = 64
+
+// queueBusy reports whether more than sweepMaxPending tasks wait in the
+// processing queue. Without an Inspector, or when the queue cannot be read
+// (it does not exist before its first task), the sweep goes on: queuing a
+// delivery twice costs work, never correctness.
+func (p *Processor) queueBusy() bool {
+	if p.Inspector == nil {
+		return false
+	}
+	qi, err := p.Inspector.GetQueueInfo(jobs.QueueCritical)
+	return err == nil && qi.Pending > sweepMaxPending
 }
 
 // sweepTenant walks one tenant's backlog from its saved cursor (or the
