@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,6 +41,10 @@ type e2eOptions struct {
 	fraction            float64       // of the maximum, for the fixed-rate phase
 	backlog             int           // deliveries of the drain
 	dupN                int           // deliveries of (e), sent new and then again
+	rate                float64       // (d)'s rate instead of fraction × the maximum
+	workerArgs          []string      // more cmd/worker arguments
+	phases              string        // which of a..e run
+	workerOff           bool          // without (a) and (b): never start the worker (the acknowledgement's floor)
 	workerConc          int
 	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
@@ -79,7 +84,7 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		"LEADPIPE_WORKER": "off", "LEADPIPE_LOG_LEVEL": o.logLevel,
 	}
 	server := &child{name: "server", bin: serverBin, env: env, log: filepath.Join(dir, "server.log")}
-	worker := &child{name: "worker", bin: workerBin, args: []string{"-concurrency", fmt.Sprint(o.workerConc)}, env: env,
+	worker := &child{name: "worker", bin: workerBin, args: append([]string{"-concurrency", fmt.Sprint(o.workerConc)}, o.workerArgs...), env: env,
 		log: filepath.Join(dir, "worker.log")}
 	if o.workerNice > 0 { // nice(1) execs the worker: same pid
 		// The kernel's getpriority is 20 - nice; nice stops at 19.
@@ -137,11 +142,18 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		startWorker: worker.start, procs: procs, fill: func(ctx context.Context, n int) (time.Duration, error) {
 			return sendN(newFeed(src.Secret, host, path, 0, 1_000_000_000), host, o.conns, n)
 		}}
-	res, err := dr.run(ctx)
-	if err != nil {
-		return fmt.Errorf("%w\n%s", err, worker.tail(20))
+	has := func(p rune) bool { return strings.ContainsRune(o.phases, p) }
+	var res drainResult
+	if has('a') || has('b') {
+		if res, err = dr.run(ctx); err != nil {
+			return fmt.Errorf("%w\n%s", err, worker.tail(20))
+		}
+		res.print(o.conns, o.workerConc, o.d/2)
+	} else if !o.workerOff {
+		if err := worker.start(); err != nil {
+			return err
+		}
 	}
-	res.print(o.conns, o.workerConc, o.d/2)
 
 	// (c) The maximum: closed-loop senders of new deliveries, the worker
 	// running (as deployed), then the worker catches up.
@@ -154,47 +166,66 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		_, err := pool.send(probe.feed.at(probe.take()))
 		return err
 	}
-	if err := probe.prepare(0, o.probe); err != nil {
-		return err
-	}
-	probe.run(o.conns, o.probe)
-	maxRate := probe.rate(o.probe.Seconds())
-	fmt.Printf("(c) maximum acknowledged, %d closed-loop senders, worker running, %s: %.0f req/s  p50 %s  p99 %s\n",
-		o.conns, o.probe, maxRate, pct(probe.lat, 50), pct(probe.lat, 99))
-	if err := waitProcessed(ctx, raw, ten.ID, 10*time.Minute); err != nil {
-		return err
+	maxRate := math.NaN()
+	if has('c') {
+		if err := probe.prepare(0, o.probe); err != nil {
+			return err
+		}
+		probe.run(o.conns, o.probe)
+		maxRate = probe.rate(o.probe.Seconds())
+		fmt.Printf("(c) maximum acknowledged, %d closed-loop senders, worker running, %s: %.0f req/s  p50 %s  p99 %s\n",
+			o.conns, o.probe, maxRate, pct(probe.lat, 50), pct(probe.lat, 99))
+		if err := waitProcessed(ctx, raw, ten.ID, 10*time.Minute); err != nil {
+			return err
+		}
 	}
 
 	// (d) The fixed rate.
 	rate := o.fraction * maxRate
-	st, err := steady(ctx, steadyRun{api: api, raw: raw, tenantID: ten.ID, sourceID: src.ID,
-		feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs})
-	if err != nil {
-		return fmt.Errorf("%w\nserver:\n%s\nworker:\n%s", err, server.tail(10), worker.tail(10))
+	if o.rate > 0 { // a fixed rate, to compare builds at the same load
+		rate = o.rate
 	}
-	fmt.Printf("(d) at %.2f × the maximum = %.0f req/s for %s, open loop (latency from each request's scheduled time):\n", o.fraction, rate, o.d)
-	fmt.Printf("    acknowledged %.0f/s (%d, %d errors), leads %.0f/s while sending; the last lead %s after the last acknowledgement\n",
-		float64(st.acked)/o.d.Seconds(), st.acked, st.errors, st.leadsPerSec, st.tail.Round(time.Millisecond))
-	fmt.Printf("    acknowledgement p50 %s  p99 %s (target p99 ≤ 25ms)\n", pct(st.ackLat, 50), pct(st.ackLat, 99))
-	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
-		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
-	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+	var st steadyResult
+	if has('d') {
+		if math.IsNaN(rate) {
+			return errors.New("(d) needs (c) or -rate")
+		}
+		if st, err = steady(ctx, steadyRun{api: api, raw: raw, tenantID: ten.ID, sourceID: src.ID,
+			feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs, noWorker: o.workerOff}); err != nil {
+			return fmt.Errorf("%w\nserver:\n%s\nworker:\n%s", err, server.tail(10), worker.tail(10))
+		}
+		st.print(o, rate, maxRate)
+	}
 	// (e) What a duplicate costs against a new delivery.
-	dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs)
-	if err != nil {
-		return err
+	if has('e') {
+		dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs)
+		if err != nil {
+			return err
+		}
+		dc.print()
 	}
-	dc.print()
-	fmt.Printf("targets: drain %.2f× raw ODKU (≥ 0.80) %s; ack p99 %s (≤ 25ms) %s; ack → readable p99 %s (≤ 1s) %s\n",
-		res.ratio(o.d/2), verdict(res.ratio(o.d/2) >= 0.8),
-		pct(st.ackLat, 99), verdict(pct(st.ackLat, 99) <= 25*time.Millisecond),
-		pct(st.readLat, 99), verdict(st.readTimeouts == 0 && pct(st.readLat, 99) <= time.Second))
+	if o.phases == "abcde" {
+		fmt.Printf("targets: drain %.2f× raw ODKU (≥ 0.80) %s; ack p99 %s (≤ 25ms) %s; ack → readable p99 %s (≤ 1s) %s\n",
+			res.ratio(o.d/2), verdict(res.ratio(o.d/2) >= 0.8),
+			pct(st.ackLat, 99), verdict(pct(st.ackLat, 99) <= 25*time.Millisecond),
+			pct(st.readLat, 99), verdict(st.readTimeouts == 0 && pct(st.readLat, 99) <= time.Second))
+	}
 	for _, c := range []*child{server, worker} {
 		if n, first := c.problems(3); n > 0 {
 			fmt.Printf("%s logged %d warnings or errors, the first:\n%s\n", c.name, n, first)
 		}
 	}
 	return nil
+}
+
+func (st steadyResult) print(o e2eOptions, rate, maxRate float64) {
+	fmt.Printf("(d) at %.2f × the maximum = %.0f req/s for %s, open loop (latency from each request's scheduled time):\n", rate/maxRate, rate, o.d)
+	fmt.Printf("    acknowledged %.0f/s (%d, %d errors), leads %.0f/s while sending; the last lead %s after the last acknowledgement\n",
+		float64(st.acked)/o.d.Seconds(), st.acked, st.errors, st.leadsPerSec, st.tail.Round(time.Millisecond))
+	fmt.Printf("    acknowledgement p50 %s  p99 %s (target p99 ≤ 25ms)\n", pct(st.ackLat, 50), pct(st.ackLat, 99))
+	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
+		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
+	fmt.Printf("    CPU per lead: %s\n", st.cpu)
 }
 
 // dupCostResult is the CPU of each process per new delivery and per
@@ -343,6 +374,7 @@ type steadyRun struct {
 	rate               float64
 	d                  time.Duration
 	procs              []watched
+	noWorker           bool // no worker runs: the acknowledgement alone
 }
 
 type steadyResult struct {
@@ -418,7 +450,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 				}
 				acked := time.Now()
 				lat = append(lat, acked.Sub(d.at))
-				if d.i%every == 0 {
+				if d.i%every == 0 && !r.noWorker {
 					follow.add(fmt.Sprintf("u%d@example.com", rq.n), acked)
 				}
 			}
@@ -451,6 +483,14 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 		return out, err
 	}
 	out.leadsPerSec = float64(during-before) / window.Seconds()
+	if r.noWorker { // acknowledgements alone: CPU per request
+		out.cpu = cpuSnapshot(r.procs...).since(cpu0, int64(total))
+		follow.finish()
+		<-polled
+		out.acked = total - int(failures.Load())
+		sort.Slice(out.ackLat, func(i, j int) bool { return out.ackLat[i] < out.ackLat[j] })
+		return out, nil
+	}
 	if err := waitProcessed(ctx, r.raw, r.tenantID, 10*time.Minute); err != nil {
 		return out, err
 	}

@@ -67,6 +67,10 @@ func run() error {
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
 	backlog := flag.Int("backlog", 50000, "with -e2e: deliveries of the stored backlog the worker drains")
+	fixedRate := flag.Float64("rate", 0, "with -e2e: run (d) at this many requests/s instead of -fraction × the maximum (to compare builds at one load)")
+	workerArgs := flag.String("worker-args", "", "with -e2e: more arguments for cmd/worker, space-separated (e.g. \"-runners 1 -gather 50ms\")")
+	phaseSel := flag.String("phases", "abcde", "with -e2e: the phases to run ((a) and (b) go together; (d) needs (c) unless -rate is given)")
+	workerOff := flag.Bool("worker-off", false, "with -e2e and -phases without a and b: never start the worker (what the acknowledgement costs alone)")
 	dupN := flag.Int("dup-n", 20000, "with -e2e: deliveries sent new, then again as duplicates, for the CPU of each (e)")
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
 	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
@@ -96,7 +100,7 @@ func run() error {
 	findServers(cfg.Addr, *redisAddr)
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
-			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
+			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
 	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),

@@ -31,6 +31,9 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	concurrency := fs.Int("concurrency", 64, "tasks handled at once (deliveries handled at once share batches: one transaction per batch)")
+	batch := fs.Int("batch", 0, "deliveries per processing transaction at most (0: the default, 128)")
+	runners := fs.Int("runners", 0, "processing transactions at once when batches are full, i.e. a backlog (0: the default, 2)")
+	gather := fs.Duration("gather", 0, "how long a batch waits for more deliveries after its first (0: the default, 20ms; negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	defer a.Close()
+	a.Processor.MaxBatch, a.Processor.Runners, a.Processor.Gather = *batch, *runners, *gather
 	// The worker's own listener: /metrics (reconcile and processing counters
 	// live in this process when it runs apart), /healthz, /readyz.
 	ops := &http.Server{Addr: cfg.WorkerAddr, Handler: a.Web.OpsRoutes(), ReadHeaderTimeout: 5 * time.Second}

@@ -47,8 +47,14 @@ type Processor struct {
 	// rolls the batch back (its deliveries are retried).
 	OnBatch func(ctx context.Context, tx *sqlx.Tx, tenantID string, outcomes []leads.UpsertOutcome) error
 
-	MaxBatch int // deliveries per transaction (default 64)
-	Runners  int // batches in flight at most (default 2)
+	MaxBatch int // deliveries per transaction (default 128)
+	Runners  int // batches in flight at most, when they are full (default 2; see loop)
+	// Gather is how long a batch waits for more deliveries once it has
+	// its first (default 20 ms; negative: never wait). A transaction of 100
+	// leads costs the database far less per lead than ten of 10, and the
+	// CPU it saves is the ingest's; a lead readable 20 ms later is well
+	// inside the second PRODUCT.md allows.
+	Gather time.Duration
 
 	Lifecycle // failure marking, archived tasks, the sweeper's cursors (failures.go, sweep.go)
 
@@ -162,33 +168,80 @@ func (p *Processor) processMany(ctx context.Context, tenantID string, ids []stri
 
 func (p *Processor) start() {
 	if p.MaxBatch <= 0 {
-		p.MaxBatch = 64
+		p.MaxBatch = 128
+	}
+	if p.Gather == 0 {
+		p.Gather = 20 * time.Millisecond
 	}
 	if p.Runners <= 0 {
 		p.Runners = 2
 	}
 	p.reqs = make(chan *processReq, 1024)
-	for i := 0; i < p.Runners; i++ {
-		go p.runner()
-	}
+	go p.loop()
 }
 
-// runner takes what is waiting (at least one delivery, at most MaxBatch)
-// and processes it as one batch; batches form from the load, never from a
-// delay.
-func (p *Processor) runner() {
-	for first := range p.reqs {
-		batch := []*processReq{first}
-	fill:
-		for len(batch) < p.MaxBatch {
+// loop forms the batches and runs them. A batch takes what is waiting
+// and what comes within Gather of its first delivery, and goes on
+// gathering while another batch is in flight (up to MaxBatch). Batches
+// run one at a time unless they are full: a full batch means a backlog,
+// and then up to Runners run at once. Under a steady load one batch at a
+// time leaves the database's other core to ingest (two transactions at
+// once tripled the acknowledgement's p99 at 2,500 deliveries/s on 2
+// cores: benchingest -e2e -rate 2500); a backlog drains with all of them.
+func (p *Processor) loop() {
+	done := make(chan struct{}, p.Runners)
+	inflight := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var batch []*processReq
+	for {
+		if len(batch) == 0 {
 			select {
 			case r := <-p.reqs:
 				batch = append(batch, r)
-			default:
-				break fill
+			case <-done:
+				inflight--
+				continue
+			}
+			if p.Gather > 0 {
+				timer.Reset(p.Gather)
 			}
 		}
-		p.run(batch)
+		gathering := p.Gather > 0
+		for {
+			full := len(batch) >= p.MaxBatch
+			if !gathering && (inflight == 0 || (full && inflight < p.Runners)) {
+				break
+			}
+			reqs := p.reqs
+			if full {
+				reqs = nil
+				if gathering {
+					gathering = false
+					timer.Stop() // Go ≥ 1.23: no stale tick is received after Stop
+					continue
+				}
+			}
+			var deadline <-chan time.Time
+			if gathering {
+				deadline = timer.C
+			}
+			select {
+			case r := <-reqs:
+				batch = append(batch, r)
+			case <-done:
+				inflight--
+			case <-deadline:
+				gathering = false
+			}
+		}
+		b := batch
+		batch = nil
+		inflight++
+		go func() {
+			p.run(b)
+			done <- struct{}{}
+		}()
 	}
 }
 
