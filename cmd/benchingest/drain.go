@@ -35,6 +35,9 @@ type drain struct {
 	// -e2e sends n signed deliveries through the running server, whose
 	// dispatcher queues their tasks as it does in production.
 	fill func(ctx context.Context, n int) (time.Duration, error)
+	// settle, when set, runs before the baseline and before the drain (see
+	// settleMariaDB).
+	settle func()
 }
 
 // drainResult is what a drain measured.
@@ -74,6 +77,9 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 			fmt.Sprintf("d%d@example.com", i), fmt.Sprintf("Drain Lead %d", i), now, now, now, now, leads.OrderKey(now, ids.New()))
 		return err
 	}
+	if dr.settle != nil {
+		dr.settle()
+	}
 	base.run(dr.conns, dr.d)
 	out.odku = base
 	// The backlog: stored rows, tasks queued, no worker.
@@ -95,6 +101,9 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		return out, err
 	}
 	// Drain.
+	if dr.settle != nil {
+		dr.settle()
+	}
 	before := cpuSnapshot(dr.procs...)
 	start := time.Now()
 	if err := dr.startWorker(); err != nil {

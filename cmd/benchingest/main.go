@@ -71,6 +71,7 @@ func run() error {
 	workerArgs := flag.String("worker-args", "", "with -e2e: more arguments for cmd/worker, space-separated (e.g. \"-runners 1 -gather 50ms\")")
 	phaseSel := flag.String("phases", "abcde", "with -e2e: the phases to run ((a) and (b) go together; (d) needs (c) unless -rate is given)")
 	workerOff := flag.Bool("worker-off", false, "with -e2e and -phases without a and b: never start the worker (what the acknowledgement costs alone)")
+	indexN := flag.Int("indexes", 0, "instead: what each secondary index of leads costs the worker's upsert, with this many records per round (see indexes.go)")
 	dupN := flag.Int("dup-n", 20000, "with -e2e: deliveries sent new, then again as duplicates, for the CPU of each (e)")
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
 	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
@@ -98,6 +99,9 @@ func run() error {
 	}
 	rc.Close()
 	findServers(cfg.Addr, *redisAddr)
+	if *indexN > 0 {
+		return runIndexCost(ctx, benchDSN, *indexN, 128, *rounds)
+	}
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
 			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})

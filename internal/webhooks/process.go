@@ -177,7 +177,7 @@ func (p *Processor) start() {
 		p.Runners = 2
 	}
 	p.reqs = make(chan *processReq, 1024)
-	go p.loop()
+	go p.loop(p.run)
 }
 
 // loop forms the batches and runs them. A batch takes what is waiting
@@ -188,7 +188,7 @@ func (p *Processor) start() {
 // time leaves the database's other core to ingest (two transactions at
 // once tripled the acknowledgement's p99 at 2,500 deliveries/s on 2
 // cores: benchingest -e2e -rate 2500); a backlog drains with all of them.
-func (p *Processor) loop() {
+func (p *Processor) loop(run func([]*processReq)) {
 	done := make(chan struct{}, p.Runners)
 	inflight := 0
 	timer := time.NewTimer(time.Hour)
@@ -239,7 +239,7 @@ func (p *Processor) loop() {
 		batch = nil
 		inflight++
 		go func() {
-			p.run(b)
+			run(b)
 			done <- struct{}{}
 		}()
 	}
