@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -45,6 +46,7 @@ type e2eOptions struct {
 	workerArgs          []string      // more cmd/worker arguments
 	phases              string        // which of a..e run
 	workerOff           bool          // without (a) and (b): never start the worker (the acknowledgement's floor)
+	serverEnv           []string      // more KEY=VALUE for the server process (e.g. GOGC=400)
 	workerConc          int
 	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
@@ -83,7 +85,13 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI=", "LEADPIPE_ADMIN_TOKEN": adminToken,
 		"LEADPIPE_WORKER": "off", "LEADPIPE_LOG_LEVEL": o.logLevel,
 	}
-	server := &child{name: "server", bin: serverBin, env: env, log: filepath.Join(dir, "server.log")}
+	serverEnv := maps.Clone(env)
+	for _, kv := range o.serverEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			serverEnv[k] = v
+		}
+	}
+	server := &child{name: "server", bin: serverBin, env: serverEnv, log: filepath.Join(dir, "server.log")}
 	worker := &child{name: "worker", bin: workerBin, args: append([]string{"-concurrency", fmt.Sprint(o.workerConc)}, o.workerArgs...), env: env,
 		log: filepath.Join(dir, "worker.log")}
 	if o.workerNice > 0 { // nice(1) execs the worker: same pid

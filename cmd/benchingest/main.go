@@ -72,6 +72,7 @@ func run() error {
 	phaseSel := flag.String("phases", "abcde", "with -e2e: the phases to run ((a) and (b) go together; (d) needs (c) unless -rate is given)")
 	workerOff := flag.Bool("worker-off", false, "with -e2e and -phases without a and b: never start the worker (what the acknowledgement costs alone)")
 	indexN := flag.Int("indexes", 0, "instead: what each secondary index of leads costs the worker's upsert, with this many records per round (see indexes.go)")
+	serverEnv := flag.String("server-env", "", "with -e2e: more KEY=VALUE settings for the server process, space-separated (e.g. GOGC=400)")
 	dupN := flag.Int("dup-n", 20000, "with -e2e: deliveries sent new, then again as duplicates, for the CPU of each (e)")
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
 	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
@@ -104,7 +105,7 @@ func run() error {
 	}
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
-			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
+			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, serverEnv: strings.Fields(*serverEnv), workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
 	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),
