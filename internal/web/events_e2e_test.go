@@ -216,6 +216,9 @@ func TestEventsFromWebhookLeads(t *testing.T) {
 		postStandard(t, e, tn, secrets[tn], "d2", "r1", moved, now.Add(time.Second))
 	}
 	apptest.Eventually(t, 20*time.Second, "lead.updated", func() bool { return len(ra.envelopes()) >= 2 })
+	// Tenant B's deliveries may be processed in a later batch than A's, and
+	// its event relayed after A's: wait for it before "nothing more".
+	apptest.Eventually(t, 20*time.Second, "tenant B's lead.created", func() bool { return len(rb.envelopes()) >= 1 })
 	apptest.Eventually(t, 20*time.Second, "every delivery processed", func() bool {
 		var n int
 		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM deliveries WHERE state = 'received'`)
