@@ -375,3 +375,67 @@ func TestQualifiedLeadKeepsStatusAndETag(t *testing.T) {
 		t.Fatalf("PATCH with the kept ETag: %d %s ETag %s", r.Status, r.Body, r.Header.Get("ETag"))
 	}
 }
+
+// A delivery can be in two tasks at once (the dispatcher's batch task and
+// the sweeper's task of it, or a batch task Asynq recovered from a killed
+// worker): however they meet, in one batch or in two, the delivery is
+// processed once and its lead's times_seen counts it (and its duplicate)
+// once.
+func TestDeliveryInTwoTasksAtOnceCountsOnce(t *testing.T) {
+	e := apptest.New(t, "hooks_twotasks", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("twotasks")
+	s := newSource(t, e, ten.ID, "landing", kinds.Standard)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	const n = 20
+	var idList []string
+	for i := 0; i < n; i++ {
+		body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("t-%d", i), fmt.Sprintf("c-%d", i), kinds.Lead{Name: "Twice"}, now)
+		id := ids.New()
+		idList = append(idList, id)
+		// Each delivery has one duplicate counted on it already.
+		if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
+			VALUES (?, ?, ?, ?, 'webhook', ?, ?, 1)`, ten.ID, s.ID, id, fmt.Sprintf("t-%d", i), body, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One batch task naming every delivery twice, another batch task of
+	// all of them, and each one's own task, all at once.
+	doubled := append(append([]string(nil), idList...), idList...)
+	var wg sync.WaitGroup
+	errs := make(chan error, n+2)
+	for _, list := range [][]string{doubled, idList} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task, _ := webhooks.NewBatchTask(ten.ID, list, nil)
+			errs <- e.App.Processor.HandleBatch(ctx, task)
+		}()
+	}
+	for _, id := range idList {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task, _ := webhooks.NewProcessTask(ten.ID, id, 0)
+			errs <- e.App.Processor.HandleProcess(ctx, task)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'processed' AND attempts = 1`, ten.ID); c != n {
+		t.Fatalf("%d deliveries processed once, want %d", c, n)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID); c != n {
+		t.Fatalf("%d leads, want %d", c, n)
+	}
+	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND times_seen = 2`, ten.ID); c != n {
+		var seen []int
+		_ = e.App.DB.Select(&seen, `SELECT times_seen FROM leads WHERE tenant_id = ?`, ten.ID)
+		t.Fatalf("times_seen %v, want 2 each (the delivery and its duplicate)", seen)
+	}
+}

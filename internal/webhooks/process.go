@@ -323,9 +323,15 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			var recs []leads.BatchRecord
 			var recItems []*item
 			var failed []*item
+			inBatch := make(map[string]bool, len(tits))
 			for _, it := range tits {
 				d, ok := ds[it.req.id]
 				switch {
+				case inBatch[it.req.id]:
+					// The same delivery twice in one batch (a batch task and
+					// the sweeper's task of it, run at once): one run counts.
+					it.res.err = errAlreadyProcessed
+					continue
 				case !ok:
 					it.res.err = apperr.New(apperr.NotFound, "delivery not found")
 					continue
@@ -333,6 +339,7 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 					it.res.err = errAlreadyProcessed
 					continue
 				}
+				inBatch[it.req.id] = true
 				it.d = d
 				src, ok := srcs[d.SourceID]
 				if !ok {
