@@ -133,22 +133,20 @@ func (p *Processor) ProcessDelivery(ctx context.Context, tenantID, deliveryRowID
 	return res[0].res, res[0].err
 }
 
-// processMany hands a tenant's deliveries to the batch runners at once
-// and waits for each one's own result.
+// processMany hands a tenant's deliveries to the batch loop at once and
+// waits for each one's own result.
 func (p *Processor) processMany(ctx context.Context, tenantID string, ids []string) []processRes {
 	p.once.Do(p.start)
 	reqs := make([]*processReq, len(ids))
 	out := make([]processRes, len(ids))
 	sent := 0
-	for i, id := range ids {
-		reqs[i] = &processReq{tenantID: tenantID, id: id, done: make(chan processRes, 1)}
+send:
+	for ; sent < len(ids); sent++ {
+		reqs[sent] = &processReq{tenantID: tenantID, id: ids[sent], done: make(chan processRes, 1)}
 		select {
-		case p.reqs <- reqs[i]:
-			sent++
+		case p.reqs <- reqs[sent]:
 		case <-ctx.Done():
-		}
-		if sent <= i {
-			break
+			break send
 		}
 	}
 	for i := range reqs {
@@ -513,7 +511,7 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 }
 
 // HandleBatch is the Asynq handler of TypeProcessBatch: the batch's
-// deliveries go to the runners together, each with its own result. A
+// deliveries go to the batch loop together, each with its own result. A
 // delivery that can never be processed is marked failed and fails only
 // itself; a transient error (the database) fails the task, and Asynq's
 // retry runs the batch again, where the deliveries processed already are
