@@ -85,7 +85,8 @@ func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
 	var count atomic.Int64
 	var mu sync.Mutex
 	var all []time.Duration
-	var firstErr atomic.Value
+	var firstErr error // under mu
+	var errs atomic.Int64
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -96,7 +97,11 @@ func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				if err := fn(); err != nil {
-					firstErr.CompareAndSwap(nil, err)
+					if errs.Add(1) == 1 {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+					}
 					continue
 				}
 				local = append(local, time.Since(t0))
@@ -108,8 +113,8 @@ func hammer(n int, d time.Duration, fn func() error) (int64, []time.Duration) {
 		}()
 	}
 	wg.Wait()
-	if err := firstErr.Load(); err != nil {
-		fmt.Fprintln(os.Stderr, "first error:", err)
+	if firstErr != nil {
+		fmt.Fprintf(os.Stderr, "%d requests failed, the first: %v\n", errs.Load(), firstErr)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	return count.Load(), all
