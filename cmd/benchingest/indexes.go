@@ -28,7 +28,6 @@ import (
 // runs them. A variant's cost is the MariaDB CPU per record it saves
 // against the full table.
 type indexCost struct {
-	dsn      string // the scratch database's DSN; variants add a suffix
 	n, batch int
 	rounds   int
 	variants []indexVariant
