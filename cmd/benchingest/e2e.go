@@ -50,6 +50,8 @@ type e2eOptions struct {
 	workerConc          int
 	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
+	samples             int    // (d)'s deliveries per second followed until readable
+	profile             string // a directory: the processes are built with -tags pprof and profiled during (d)
 }
 
 // runE2E measures Leadpipe end to end with the server (LEADPIPE_WORKER=off)
@@ -69,7 +71,7 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	serverBin, workerBin, err := buildBinaries(ctx, dir)
+	serverBin, workerBin, err := buildBinaries(ctx, dir, o.profile != "")
 	if err != nil {
 		return err
 	}
@@ -91,8 +93,23 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 			serverEnv[k] = v
 		}
 	}
+	workerEnv := maps.Clone(env)
+	var profiled []profiledProc
+	if o.profile != "" {
+		for _, e := range []struct {
+			name string
+			env  map[string]string
+		}{{"server", serverEnv}, {"worker", workerEnv}} {
+			a, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			e.env["LEADPIPE_PPROF_ADDR"] = a
+			profiled = append(profiled, profiledProc{e.name, a})
+		}
+	}
 	server := &child{name: "server", bin: serverBin, env: serverEnv, log: filepath.Join(dir, "server.log")}
-	worker := &child{name: "worker", bin: workerBin, args: append([]string{"-concurrency", fmt.Sprint(o.workerConc)}, o.workerArgs...), env: env,
+	worker := &child{name: "worker", bin: workerBin, args: append([]string{"-concurrency", fmt.Sprint(o.workerConc)}, o.workerArgs...), env: workerEnv,
 		log: filepath.Join(dir, "worker.log")}
 	if o.workerNice > 0 { // nice(1) execs the worker: same pid
 		// The kernel's getpriority is 20 - nice; nice stops at 19.
@@ -203,7 +220,8 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		}
 		settleMariaDB(ctx, raw, 2*time.Minute)
 		if st, err = steady(ctx, steadyRun{api: api, raw: raw, tenantID: ten.ID, sourceID: src.ID,
-			feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs, noWorker: o.workerOff}); err != nil {
+			feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs, noWorker: o.workerOff,
+			profile: o.profile, profiled: profiled, samples: o.samples}); err != nil {
 			return fmt.Errorf("%w\nserver:\n%s\nworker:\n%s", err, server.tail(10), worker.tail(10))
 		}
 		st.print(o, rate, maxRate)
@@ -238,7 +256,43 @@ func (st steadyResult) print(o e2eOptions, rate, maxRate float64) {
 	fmt.Printf("    acknowledgement p50 %s  p99 %s (target p99 ≤ 25ms)\n", pct(st.ackLat, 50), pct(st.ackLat, 99))
 	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
 		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
+	fmt.Printf("    %s\n", congestion(st.ackAt, 250*time.Millisecond, 25*time.Millisecond))
 	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+}
+
+// timedLat is one acknowledgement's latency and when it was due.
+type timedLat struct{ at, lat time.Duration }
+
+// congestion says how the acknowledgements over limit spread over the run:
+// in windows of w, how many windows held any, and how many of them the
+// worst windows held. Spread thinly, the p99 is queueing at this load;
+// bunched into a few windows, something stalled (a flush, a pause).
+func congestion(acks []timedLat, w, limit time.Duration) string {
+	if len(acks) == 0 {
+		return "no acknowledgements"
+	}
+	over := map[int]int{}
+	windows, total := 0, 0
+	for _, a := range acks {
+		windows = max(windows, int(a.at/w)+1)
+		if a.lat > limit {
+			over[int(a.at/w)]++
+			total++
+		}
+	}
+	counts := slices.Collect(maps.Values(over))
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	worst := 0
+	for _, n := range counts[:min(len(counts), max(1, windows/10))] {
+		worst += n
+	}
+	share := 0.0
+	if total > 0 {
+		share = 100 * float64(worst) / float64(total)
+	}
+	return fmt.Sprintf("acknowledgements over %s: %d (%.1f %%), in %d of %d windows of %s; the worst tenth of the windows held %.0f %% of them",
+		limit, total, 100*float64(total)/float64(len(acks)), len(over), windows, w, share)
 }
 
 // dupCostResult is the CPU of each process per new delivery and per
@@ -385,12 +439,54 @@ type steadyRun struct {
 	rate               float64
 	d                  time.Duration
 	procs              []watched
-	noWorker           bool // no worker runs: the acknowledgement alone
+	noWorker           bool           // no worker runs: the acknowledgement alone
+	samples            int            // deliveries per second followed until readable (0: none)
+	profile            string         // a directory for the CPU profiles of the processes below
+	profiled           []profiledProc // processes serving pprof
+}
+
+// profiledProc is a process built with -tags pprof, serving it on addr.
+type profiledProc struct{ name, addr string }
+
+// profileAll fetches a CPU profile of d from each process into dir, and
+// returns at once; wait for the WaitGroup before reading the files.
+func profileAll(dir string, procs []profiledProc, d time.Duration, wg *sync.WaitGroup) {
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fetchProfile(filepath.Join(dir, p.name+".pprof"), p.addr, d); err != nil {
+				fmt.Fprintf(os.Stderr, "profile of %s: %v\n", p.name, err)
+			}
+		}()
+	}
+}
+
+func fetchProfile(file, addr string, d time.Duration) error {
+	c := &http.Client{Timeout: d + 30*time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(d.Seconds()))))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type steadyResult struct {
 	acked, errors int
 	ackLat        []time.Duration
+	ackAt         []timedLat // each acknowledgement's latency by when it was due
 	readLat       []time.Duration
 	readTimeouts  int
 	leadsPerSec   float64
@@ -399,12 +495,8 @@ type steadyResult struct {
 }
 
 const (
-	pollEvery   = 25 * time.Millisecond
+	pollEvery   = 50 * time.Millisecond
 	readTimeout = 30 * time.Second
-	// samplesPerSec of the deliveries are followed until their lead is
-	// readable: enough for a p99, few enough that the polls cost the
-	// server little.
-	samplesPerSec = 20
 )
 
 // steady sends rate deliveries per second for d from a pool of
@@ -426,12 +518,17 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	if err != nil {
 		return out, err
 	}
-	every := max(1, int(r.rate/samplesPerSec))
+	every := max(1, int(r.rate/float64(r.samples)))
 	before, err := processedCount(ctx, r.raw, r.tenantID)
 	if err != nil {
 		return out, err
 	}
 	cpu0 := cpuSnapshot(r.procs...)
+	var profiling sync.WaitGroup
+	defer profiling.Wait()
+	if r.profile != "" {
+		profileAll(r.profile, r.profiled, r.d, &profiling)
+	}
 	start := time.Now()
 	type due struct {
 		i  int
@@ -450,7 +547,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var lat []time.Duration
+			var lat, at []time.Duration // latency, and when it was due (from start)
 			for d := range work {
 				rq := r.feed.at(d.i)
 				if _, err := pool.send(rq); err != nil {
@@ -461,12 +558,16 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 				}
 				acked := time.Now()
 				lat = append(lat, acked.Sub(d.at))
-				if d.i%every == 0 && !r.noWorker {
+				at = append(at, d.at.Sub(start))
+				if r.samples > 0 && d.i%every == 0 && !r.noWorker {
 					follow.add(fmt.Sprintf("u%d@example.com", rq.n), acked)
 				}
 			}
 			mu.Lock()
 			out.ackLat = append(out.ackLat, lat...)
+			for i := range lat {
+				out.ackAt = append(out.ackAt, timedLat{at[i], lat[i]})
+			}
 			mu.Unlock()
 		}()
 	}
@@ -790,7 +891,7 @@ func (c *child) problems(n int) (int, string) {
 }
 
 // buildBinaries builds cmd/server and cmd/worker of this module into dir.
-func buildBinaries(ctx context.Context, dir string) (server, worker string, err error) {
+func buildBinaries(ctx context.Context, dir string, pprof bool) (server, worker string, err error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", "", fmt.Errorf("go env GOMOD: %w", err)
@@ -800,7 +901,11 @@ func buildBinaries(ctx context.Context, dir string) (server, worker string, err 
 		return "", "", errors.New("-e2e builds cmd/server and cmd/worker: run it inside the module")
 	}
 	for _, c := range []string{"server", "worker"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		args := []string{"build", "-o", filepath.Join(dir, c)}
+		if pprof {
+			args = append(args, "-tags", "pprof")
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/"+c)...)
 		cmd.Dir = filepath.Dir(gomod)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("go build ./cmd/%s: %v\n%s", c, err, b)

@@ -77,6 +77,8 @@ func run() error {
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
 	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
 	logLevel := flag.String("log-level", "info", "with -e2e: the processes' LEADPIPE_LOG_LEVEL (info: a line per request, as deployed)")
+	profile := flag.String("profile", "", "with -e2e: build the server and the worker with -tags pprof and write their CPU profiles of (d) into this directory")
+	samples := flag.Int("read-samples", 10, "with -e2e: deliveries per second of (d) followed until their lead is readable through the API (0: none)")
 	flag.Parse()
 	if *rounds < 1 {
 		*rounds = 1
@@ -105,7 +107,7 @@ func run() error {
 	}
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
-			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, serverEnv: strings.Fields(*serverEnv), workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel})
+			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, serverEnv: strings.Fields(*serverEnv), workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel, profile: *profile, samples: *samples})
 	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),
