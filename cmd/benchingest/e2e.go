@@ -280,19 +280,26 @@ func congestion(acks []timedLat, w, limit time.Duration) string {
 			total++
 		}
 	}
-	counts := slices.Collect(maps.Values(over))
-	slices.Sort(counts)
-	slices.Reverse(counts)
+	byCount := slices.Collect(maps.Keys(over))
+	slices.SortFunc(byCount, func(a, b int) int { return cmp.Or(over[b]-over[a], a-b) })
 	worst := 0
-	for _, n := range counts[:min(len(counts), max(1, windows/10))] {
-		worst += n
+	var at []string
+	for i, wi := range byCount[:min(len(byCount), max(1, windows/10))] {
+		worst += over[wi]
+		if i < 3 {
+			at = append(at, fmt.Sprintf("%s (%d)", time.Duration(wi)*w, over[wi]))
+		}
 	}
 	share := 0.0
 	if total > 0 {
 		share = 100 * float64(worst) / float64(total)
 	}
-	return fmt.Sprintf("acknowledgements over %s: %d (%.1f %%), in %d of %d windows of %s; the worst tenth of the windows held %.0f %% of them",
+	out := fmt.Sprintf("acknowledgements over %s: %d (%.1f %%), in %d of %d windows of %s; the worst tenth of the windows held %.0f %% of them",
 		limit, total, 100*float64(total)/float64(len(acks)), len(over), windows, w, share)
+	if len(at) > 0 {
+		out += "; the worst began at " + strings.Join(at, ", ")
+	}
+	return out
 }
 
 // dupCostResult is the CPU of each process per new delivery and per
