@@ -492,8 +492,8 @@ func fetchProfile(file, addr string, d time.Duration) error {
 
 type steadyResult struct {
 	acked, errors int
-	ackLat        []time.Duration
-	ackAt         []timedLat // each acknowledgement's latency by when it was due
+	ackLat        []time.Duration // sorted, from ackAt
+	ackAt         []timedLat      // each acknowledgement's latency by when it was due
 	readLat       []time.Duration
 	readTimeouts  int
 	leadsPerSec   float64
@@ -525,7 +525,10 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	if err != nil {
 		return out, err
 	}
-	every := max(1, int(r.rate/float64(r.samples)))
+	every := 0 // follow every every-th delivery (0: none)
+	if r.samples > 0 && !r.noWorker {
+		every = max(1, int(r.rate/float64(r.samples)))
+	}
 	before, err := processedCount(ctx, r.raw, r.tenantID)
 	if err != nil {
 		return out, err
@@ -554,7 +557,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var lat, at []time.Duration // latency, and when it was due (from start)
+			var acks []timedLat
 			for d := range work {
 				rq := r.feed.at(d.i)
 				if _, err := pool.send(rq); err != nil {
@@ -564,17 +567,13 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 					continue
 				}
 				acked := time.Now()
-				lat = append(lat, acked.Sub(d.at))
-				at = append(at, d.at.Sub(start))
-				if r.samples > 0 && d.i%every == 0 && !r.noWorker {
+				acks = append(acks, timedLat{at: d.at.Sub(start), lat: acked.Sub(d.at)})
+				if every > 0 && d.i%every == 0 {
 					follow.add(fmt.Sprintf("u%d@example.com", rq.n), acked)
 				}
 			}
 			mu.Lock()
-			out.ackLat = append(out.ackLat, lat...)
-			for i := range lat {
-				out.ackAt = append(out.ackAt, timedLat{at[i], lat[i]})
-			}
+			out.ackAt = append(out.ackAt, acks...)
 			mu.Unlock()
 		}()
 	}
@@ -596,6 +595,10 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	close(work)
 	wg.Wait()
 	lastAck := time.Now()
+	for _, a := range out.ackAt {
+		out.ackLat = append(out.ackLat, a.lat)
+	}
+	slices.Sort(out.ackLat)
 	window := lastAck.Sub(start)
 	during, err := processedCount(ctx, r.raw, r.tenantID)
 	if err != nil {
@@ -607,7 +610,6 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 		follow.finish()
 		<-polled
 		out.acked = total - int(failures.Load())
-		sort.Slice(out.ackLat, func(i, j int) bool { return out.ackLat[i] < out.ackLat[j] })
 		return out, nil
 	}
 	if err := waitProcessed(ctx, r.raw, r.tenantID, 10*time.Minute); err != nil {
@@ -624,7 +626,6 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	out.readLat, out.readTimeouts = follow.result()
 	out.errors = int(failures.Load())
 	out.acked = total - out.errors
-	sort.Slice(out.ackLat, func(i, j int) bool { return out.ackLat[i] < out.ackLat[j] })
 	return out, nil
 }
 

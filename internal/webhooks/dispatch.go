@@ -29,9 +29,9 @@ type Dispatcher struct {
 	// second's budget from acknowledgement to a readable lead. At 1,337
 	// deliveries/s on 2 cores, 20 ms instead of 5 ms cut Redis's CPU per
 	// lead from 45 to 31 µs and the worker's from 170 to 160 µs (fewer,
-	// fuller tasks), and the lead was readable about as soon (median 92–112 ms against
-	// 85–105 ms): the worker's
-	// batch gathers 20 ms anyway (benchingest -e2e -phases d -rate 1337).
+	// fuller tasks), and the lead was readable about as soon (median
+	// 92–112 ms against 85–105 ms): the worker's batch gathers 20 ms
+	// anyway (benchingest -e2e -phases d -rate 1337).
 	Linger   time.Duration
 	MaxBatch int // deliveries per task (default 128)
 	Workers  int // concurrent enqueuers (default 4)
