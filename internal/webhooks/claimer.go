@@ -356,7 +356,7 @@ func (c *Claimer) query(shape, n int) string {
 		// value MariaDB cannot hold cut or mangled instead of refusing it.
 		q = `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)` +
 			strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1) +
-			` ON DUPLICATE KEY UPDATE dup_count = dup_count + 1,
+			` ON DUPLICATE KEY UPDATE dup_count = dup_count + 1, ` + spareForFirstDuplicate + `,
 				dup_first_at = IFNULL(dup_first_at, VALUES(received_at)),
 				dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(received_at)), VALUES(received_at))`
 	case shapeSelect:

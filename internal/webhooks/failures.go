@@ -74,7 +74,7 @@ func truncateError(msg string) string {
 func (p *Processor) MarkFailed(ctx context.Context, pl ProcessPayload, attempts int, cause string) (bool, error) {
 	now := p.now()
 	tenantID, id := pl.TenantID, pl.DeliveryID
-	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?
+	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?, `+spareForFinish+`
 		WHERE tenant_id = ? AND id = ? AND state = 'received' AND attempts = ?`, now, attempts, truncateError(cause), tenantID, id, pl.Runs)
 	if err != nil {
 		return false, err

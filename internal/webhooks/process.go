@@ -461,6 +461,21 @@ func processedRows[T any](items []T, f func(T) (*Delivery, string, string)) []Pr
 	return out
 }
 
+// A delivery row is stored with 64 spare bytes (migration 0471) and gives
+// them up as it grows, so InnoDB can rewrite it in its own space instead
+// of reorganising its page: 48 (with their length byte) when it is
+// processed or fails, which writes processed_at, lead_id, outcome and a
+// state one byte longer (45 bytes, an error message aside); 17 when its
+// first duplicate sets dup_first_at and dup_last_at (16). Either may come
+// first; whatever is left when the other comes goes.
+const (
+	spareForFinish = `spare = IF(LENGTH(spare) > 48, LEFT(spare, LENGTH(spare) - 48), NULL)`
+	// spareForFirstDuplicate must come before the assignment of
+	// dup_first_at in the claim's ON DUPLICATE KEY UPDATE (MariaDB
+	// assigns left to right, each seeing the ones before).
+	spareForFirstDuplicate = `spare = IF(dup_first_at IS NULL, IF(LENGTH(spare) > 17, LEFT(spare, LENGTH(spare) - 17), NULL), spare)`
+)
+
 // MarkProcessed marks deliveries processed in one statement.
 func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []ProcessedRow, now time.Time) error {
 	if len(rows) == 0 {
@@ -483,7 +498,7 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 	args = append(args, da...)
 	args = append(args, tenantID)
 	args = append(args, ids...)
-	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, attempts = attempts + 1, last_error = NULL,
+	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'processed', processed_at = ?, attempts = attempts + 1, last_error = NULL, `+spareForFinish+`,
 			lead_id = CASE id`+lead.String()+` END,
 			outcome = CASE id`+outcome.String()+` END,
 			dups_counted = CASE id`+dups.String()+` END
@@ -495,7 +510,7 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 // 'failed', the cause in last_error), so the sweeper stops re-queuing it.
 // Only a delivery still 'received' changes.
 func MarkFailed(ctx context.Context, x db.Ext, tenantID, id string, cause error, now time.Time) error {
-	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?
+	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?, `+spareForFinish+`
 		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, leads.Clip(cause.Error(), 1000), tenantID, id)
 	return err
 }
