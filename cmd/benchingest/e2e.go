@@ -258,6 +258,9 @@ func (st steadyResult) print(o e2eOptions, rate, maxRate float64) {
 		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
 	fmt.Printf("    %s\n", congestion(st.ackAt, 250*time.Millisecond, 25*time.Millisecond))
 	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+	if st.redo >= 0 {
+		fmt.Printf("    InnoDB redo per lead: %d bytes (all of MariaDB, the API's reads included)\n", st.redo)
+	}
 }
 
 // timedLat is one acknowledgement's latency and when it was due.
@@ -499,6 +502,7 @@ type steadyResult struct {
 	leadsPerSec   float64
 	tail          time.Duration
 	cpu           string
+	redo          int64 // bytes of InnoDB redo per lead (per request without the worker), -1 unknown
 }
 
 const (
@@ -533,7 +537,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	if err != nil {
 		return out, err
 	}
-	cpu0 := cpuSnapshot(r.procs...)
+	cpu0, lsn0 := cpuSnapshot(r.procs...), innodbLSN(ctx, r.raw)
 	var profiling sync.WaitGroup
 	defer profiling.Wait()
 	if r.profile != "" {
@@ -607,6 +611,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	out.leadsPerSec = float64(during-before) / window.Seconds()
 	if r.noWorker { // acknowledgements alone: CPU per request
 		out.cpu = cpuSnapshot(r.procs...).since(cpu0, int64(total))
+		out.redo = redoPer(lsn0, innodbLSN(ctx, r.raw), total)
 		follow.finish()
 		<-polled
 		out.acked = total - int(failures.Load())
@@ -621,6 +626,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 		return out, err
 	}
 	out.cpu = cpuSnapshot(r.procs...).since(cpu0, int64(after-before))
+	out.redo = redoPer(lsn0, innodbLSN(ctx, r.raw), after-before)
 	follow.finish()
 	<-polled
 	out.readLat, out.readTimeouts = follow.result()
@@ -981,11 +987,30 @@ func settleMariaDB(ctx context.Context, raw *sqlx.DB, limit time.Duration) {
 	}
 }
 
+// innodbLSN is InnoDB's current log sequence number: the bytes of redo
+// written so far (-1 if unknown).
+func innodbLSN(ctx context.Context, raw *sqlx.DB) int64 {
+	return innodbStatus(ctx, raw, "Innodb_lsn_current")
+}
+
+// redoPer is the redo written between two LSNs per item (-1 if unknown).
+func redoPer(lsn0, lsn1 int64, n int) int64 {
+	if lsn0 < 0 || lsn1 < lsn0 || n <= 0 {
+		return -1
+	}
+	return (lsn1 - lsn0) / int64(n)
+}
+
 // checkpointAge is InnoDB's checkpoint age in bytes (-1 if unknown).
 func checkpointAge(ctx context.Context, raw *sqlx.DB) int64 {
+	return innodbStatus(ctx, raw, "Innodb_checkpoint_age")
+}
+
+// innodbStatus reads one numeric global status variable (-1 if unknown).
+func innodbStatus(ctx context.Context, raw *sqlx.DB, variable string) int64 {
 	var name string
 	var v int64
-	if err := raw.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age'`).Scan(&name, &v); err != nil {
+	if err := raw.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE ?`, variable).Scan(&name, &v); err != nil {
 		return -1
 	}
 	return v
