@@ -22,21 +22,19 @@ func TestADeliveryRowNeverGrows(t *testing.T) {
 	x, _ := dbtest.New(t, "spare")
 	ctx := context.Background()
 	c := &Claimer{DB: x}
-	c.start()
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	claim := func(did string) string {
-		r := &claimReq{d: Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
-			Payload: []byte(`{"a":1}`), ReceivedAt: now}, done: make(chan claimRes, 1)}
-		c.run([]*claimReq{r})
-		res := <-r.done
-		if res.err != nil {
-			t.Fatal(res.err)
+		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
+			Payload: []byte(`{"a":1}`), ReceivedAt: now}
+		isNew, orig, err := c.Claim(ctx, d)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if res.isNew {
-			return r.d.ID
+		if isNew {
+			return d.ID
 		}
-		return res.originalID
+		return orig
 	}
 	// A NULL field takes no bytes; a VARCHAR one a length byte more.
 	const written = `IF(processed_at IS NULL, 0, 8) + IFNULL(LENGTH(lead_id), 0) + IFNULL(LENGTH(outcome) + 1, 0)
