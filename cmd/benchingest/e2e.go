@@ -199,10 +199,13 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		if err := probe.prepare(0, o.probe); err != nil {
 			return err
 		}
+		m0, t0 := machineSnapshot(), time.Now()
 		probe.run(o.conns, o.probe)
+		machineC := machineSnapshot().since(m0, time.Since(t0))
 		maxRate = probe.rate(o.probe.Seconds())
 		fmt.Printf("(c) maximum acknowledged, %d closed-loop senders, worker running, %s: %.0f req/s  p50 %s  p99 %s\n",
 			o.conns, o.probe, maxRate, pct(probe.lat, 50), pct(probe.lat, 99))
+		fmt.Printf("    %s\n", machineC)
 		if err := waitProcessed(ctx, raw, ten.ID, 10*time.Minute); err != nil {
 			return err
 		}
@@ -256,8 +259,12 @@ func (st steadyResult) print(o e2eOptions, rate, maxRate float64) {
 	fmt.Printf("    acknowledgement p50 %s  p99 %s (target p99 ≤ 25ms)\n", pct(st.ackLat, 50), pct(st.ackLat, 99))
 	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
 		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
-	fmt.Printf("    %s\n", congestion(st.ackAt, 250*time.Millisecond, 25*time.Millisecond))
+	fmt.Printf("    %s\n", congestion(st.ackAt, congestionWindow, 25*time.Millisecond))
+	if c := stallCauses(st.ackAt, st.windows, congestionWindow, 25*time.Millisecond); c != "" {
+		fmt.Printf("    %s\n", c)
+	}
 	fmt.Printf("    CPU per lead: %s\n", st.cpu)
+	fmt.Printf("    while sending, %s\n", st.machine)
 	if st.redo >= 0 {
 		fmt.Printf("    InnoDB redo per lead: %d bytes (all of MariaDB, the API's reads included)\n", st.redo)
 	}
@@ -274,20 +281,13 @@ func congestion(acks []timedLat, w, limit time.Duration) string {
 	if len(acks) == 0 {
 		return "no acknowledgements"
 	}
-	over := map[int]int{}
-	windows, total := 0, 0
-	for _, a := range acks {
-		windows = max(windows, int(a.at/w)+1)
-		if a.lat > limit {
-			over[int(a.at/w)]++
-			total++
-		}
+	over, windows, worstWindows := slowWindows(acks, w, limit)
+	total, worst := 0, 0
+	for _, n := range over {
+		total += n
 	}
-	byCount := slices.Collect(maps.Keys(over))
-	slices.SortFunc(byCount, func(a, b int) int { return cmp.Or(over[b]-over[a], a-b) })
-	worst := 0
 	var at []string
-	for i, wi := range byCount[:min(len(byCount), max(1, windows/10))] {
+	for i, wi := range worstWindows {
 		worst += over[wi]
 		if i < 3 {
 			at = append(at, fmt.Sprintf("%s (%d)", time.Duration(wi)*w, over[wi]))
@@ -303,6 +303,142 @@ func congestion(acks []timedLat, w, limit time.Duration) string {
 		out += "; the worst began at " + strings.Join(at, ", ")
 	}
 	return out
+}
+
+// slowWindows counts the acknowledgements over limit in each window of w
+// (by when they were due), and names the worst tenth of the windows
+// (at least one) that held any, worst first.
+func slowWindows(acks []timedLat, w, limit time.Duration) (over map[int]int, windows int, worst []int) {
+	over = map[int]int{}
+	for _, a := range acks {
+		windows = max(windows, int(a.at/w)+1)
+		if a.lat > limit {
+			over[int(a.at/w)]++
+		}
+	}
+	byCount := slices.Collect(maps.Keys(over))
+	slices.SortFunc(byCount, func(a, b int) int { return cmp.Or(over[b]-over[a], a-b) })
+	return over, windows, byCount[:min(len(byCount), max(1, windows/10))]
+}
+
+// windowSample is the machine and MariaDB's fsync count at the start of a
+// window of (d) (sample i at start + i × the window).
+type windowSample struct {
+	m machine
+	// MariaDB's global counters (windowCounters; -1 unknown).
+	c [len(windowCounters)]int64
+}
+
+// windowCounters are MariaDB's status counters sampled per window: its
+// fsyncs (fewer where each took longer), the pages its page cleaner wrote
+// back, and the row lock waits.
+var windowCounters = [...]string{"Innodb_data_fsyncs", "Innodb_buffer_pool_pages_flushed", "Innodb_row_lock_waits"}
+
+// statusCounters reads windowCounters in one statement.
+func statusCounters(ctx context.Context, raw *sqlx.DB) (out [len(windowCounters)]int64) {
+	for i := range out {
+		out[i] = -1
+	}
+	q, args, err := sqlx.In(`SHOW GLOBAL STATUS WHERE Variable_name IN (?)`, windowCounters[:])
+	if err != nil {
+		return out
+	}
+	rows, err := raw.QueryContext(ctx, q, args...)
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v int64
+		if rows.Scan(&name, &v) != nil {
+			continue
+		}
+		for i, c := range windowCounters {
+			if strings.EqualFold(c, name) {
+				out[i] = v
+			}
+		}
+	}
+	return out
+}
+
+// sampleWindows takes a windowSample at start and every w after it until
+// stop is closed; the samples are in the returned channel's one value.
+func sampleWindows(ctx context.Context, raw *sqlx.DB, start time.Time, w time.Duration, stop <-chan struct{}) <-chan []windowSample {
+	out := make(chan []windowSample, 1)
+	go func() {
+		var samples []windowSample
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				out <- samples
+				return
+			case <-time.After(time.Until(start.Add(time.Duration(i) * w))):
+			}
+			samples = append(samples, windowSample{m: machineSnapshot(), c: statusCounters(ctx, raw)})
+		}
+	}()
+	return out
+}
+
+// stallCauses compares the worst tenth of the windows (as congestion
+// names them) with the other windows: cores busy, the share of time the
+// hypervisor gave to other guests, and MariaDB's counters per window
+// (windowCounters). A CPU queue shows as busy cores, a slow disk as fewer
+// fsyncs, a descheduled machine as steal, InnoDB writing back as pages
+// flushed, a lock held across a commit as lock waits.
+func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration) string {
+	over, windows, worstWindows := slowWindows(acks, w, limit)
+	if len(over) == 0 || len(samples) < 2 {
+		return ""
+	}
+	isWorst := map[int]bool{}
+	for _, wi := range worstWindows {
+		isWorst[wi] = true
+	}
+	type agg struct {
+		m machine
+		c [len(windowCounters)]int64
+		n int
+	}
+	var worst, rest agg
+	for i := 0; i+1 < len(samples) && i < windows; i++ {
+		a, b := samples[i], samples[i+1]
+		g := &rest
+		if isWorst[i] {
+			g = &worst
+		}
+		g.m.busy += b.m.busy - a.m.busy
+		g.m.idle += b.m.idle - a.m.idle
+		g.m.steal += b.m.steal - a.m.steal
+		for k := range g.c {
+			if a.c[k] < 0 || b.c[k] < 0 || g.c[k] < 0 {
+				g.c[k] = -1
+				continue
+			}
+			g.c[k] += b.c[k] - a.c[k]
+		}
+		g.n++
+	}
+	describe := func(g agg) string {
+		if g.n == 0 {
+			return "none"
+		}
+		all := g.m.busy + g.m.idle + g.m.steal
+		if all <= 0 {
+			return "n/a"
+		}
+		per := func(k int) string {
+			if g.c[k] < 0 {
+				return "?"
+			}
+			return fmt.Sprintf("%.0f", float64(g.c[k])/float64(g.n))
+		}
+		return fmt.Sprintf("%.2f cores busy, %.1f %% stolen; per window %s fsyncs, %s pages written back, %s row lock waits",
+			g.m.busy.Seconds()/(w.Seconds()*float64(g.n)), 100*g.m.steal.Seconds()/all.Seconds(), per(0), per(1), per(2))
+	}
+	return fmt.Sprintf("the worst tenth of the windows: %s; the other windows: %s", describe(worst), describe(rest))
 }
 
 // dupCostResult is the CPU of each process per new delivery and per
@@ -502,8 +638,13 @@ type steadyResult struct {
 	leadsPerSec   float64
 	tail          time.Duration
 	cpu           string
-	redo          int64 // bytes of InnoDB redo per lead (per request without the worker), -1 unknown
+	redo          int64  // bytes of InnoDB redo per lead (per request without the worker), -1 unknown
+	machine       string // the whole machine while sending (machine.since)
+	windows       []windowSample
 }
+
+// congestionWindow is the window (d) reports its slow acknowledgements in.
+const congestionWindow = 250 * time.Millisecond
 
 const (
 	pollEvery   = 50 * time.Millisecond
@@ -537,13 +678,15 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	if err != nil {
 		return out, err
 	}
-	cpu0, lsn0 := cpuSnapshot(r.procs...), innodbLSN(ctx, r.raw)
+	cpu0, lsn0, m0 := cpuSnapshot(r.procs...), innodbLSN(ctx, r.raw), machineSnapshot()
 	var profiling sync.WaitGroup
 	defer profiling.Wait()
 	if r.profile != "" {
 		profileAll(r.profile, r.profiled, r.d, &profiling)
 	}
 	start := time.Now()
+	stopSampling := make(chan struct{})
+	sampled := sampleWindows(ctx, r.raw, start, congestionWindow, stopSampling)
 	type due struct {
 		i  int
 		at time.Time
@@ -599,6 +742,9 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	close(work)
 	wg.Wait()
 	lastAck := time.Now()
+	out.machine = machineSnapshot().since(m0, lastAck.Sub(start))
+	close(stopSampling)
+	out.windows = <-sampled
 	for _, a := range out.ackAt {
 		out.ackLat = append(out.ackLat, a.lat)
 	}

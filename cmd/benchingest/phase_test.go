@@ -41,3 +41,41 @@ func TestCongestionFindsTheWindowsOfTheSlowAcknowledgements(t *testing.T) {
 		t.Fatalf("empty: %s", got)
 	}
 }
+
+// The worst windows are compared with the others: a window whose machine
+// was stolen and whose fsyncs were few shows it.
+func TestStallCausesComparesTheWorstWindowsWithTheRest(t *testing.T) {
+	const w = 250 * time.Millisecond
+	var acks []timedLat
+	for i := 0; i < 400; i++ { // 16 windows of 250 ms; window 8 is slow
+		lat := 2 * time.Millisecond
+		if i >= 200 && i < 225 {
+			lat = 40 * time.Millisecond
+		}
+		acks = append(acks, timedLat{at: time.Duration(i) * 10 * time.Millisecond, lat: lat})
+	}
+	var samples []windowSample
+	var m machine
+	var c [len(windowCounters)]int64 // fsyncs, pages written back, row lock waits
+	for i := 0; i <= 16; i++ {
+		samples = append(samples, windowSample{m: m, c: c})
+		if i == 8 { // two cores for 250 ms: 400 ms busy, 100 ms stolen; 20 fsyncs, 300 pages, 4 lock waits
+			m.busy += 400 * time.Millisecond
+			m.steal += 100 * time.Millisecond
+			c[0], c[1], c[2] = c[0]+20, c[1]+300, c[2]+4
+		} else { // 300 ms busy, 200 ms idle; 100 fsyncs, no page, no wait
+			m.busy += 300 * time.Millisecond
+			m.idle += 200 * time.Millisecond
+			c[0] += 100
+		}
+	}
+	got := stallCauses(acks, samples, w, 25*time.Millisecond)
+	want := "the worst tenth of the windows: 1.60 cores busy, 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
+		"the other windows: 1.20 cores busy, 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits"
+	if got != want {
+		t.Fatalf("stallCauses:\n got %s\nwant %s", got, want)
+	}
+	if got := stallCauses(acks[:10], samples, w, 25*time.Millisecond); got != "" {
+		t.Fatalf("no slow acknowledgement: %q", got)
+	}
+}
