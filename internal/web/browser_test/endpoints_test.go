@@ -124,6 +124,8 @@ func TestBrowserEndpoints(t *testing.T) {
 		t.Fatal("the response snippet is not shown")
 	}
 	admin.screenshot("endpoint-detail")
+	admin.phoneFits("/settings/endpoints")
+	admin.phoneFits("/settings/endpoints/" + epID) // the attempts, one card each
 
 	t.Log("replay from the attempts table")
 	admin.submit(`[data-testid="attempt-row"] [data-testid="replay"]`)

@@ -132,6 +132,7 @@ func TestBrowserMappingEditor(t *testing.T) {
 	})
 	tb.eventually("/sources/"+src.ID, "no failed deliveries", func() bool { return tb.count(`[data-testid="no-failed"]`) == 1 })
 	tb.screenshot("mapping-reprocessed")
+	tb.phoneFits("/sources/" + src.ID) // the recent deliveries, one card each
 }
 
 // Without JavaScript the Preview button posts the form and the page comes

@@ -166,8 +166,10 @@ func TestBrowserBoardMoves(t *testing.T) {
 }
 
 // phoneFits opens path on a 390 px phone and fails unless the page fits
-// its width: document.documentElement.scrollWidth <= innerWidth. It names
-// the elements that stick out.
+// its width: document.documentElement.scrollWidth <= innerWidth, and no
+// table hides columns past its scrolling frame (.table-wrap; on a phone a
+// table's rows become cards, components.CardTable). It names the elements
+// that stick out.
 func (tb *tab) phoneFits(path string) {
 	tb.t.Helper()
 	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
@@ -183,11 +185,18 @@ func (tb *tab) phoneFits(path string) {
 				if (r.right > w + 0.5 && r.width > 0) out.push(all[i].tagName.toLowerCase() + "." + (all[i].className.baseVal !== undefined ? all[i].className.baseVal : all[i].className) + " right=" + Math.round(r.right));
 			}
 		}
-		return {w: w, sw: sw, out: out.join("; ")};
+		var cut = [];
+		document.querySelectorAll(".table-wrap").forEach(function(e){
+			if (e.scrollWidth > e.clientWidth + 1) cut.push((e.getAttribute("aria-label") || e.querySelector("table").className) + " " + e.scrollWidth + ">" + e.clientWidth);
+		});
+		return {w: w, sw: sw, out: out.join("; "), cut: cut.join("; ")};
 	})()`))
 	w, sw := res["w"].(float64), res["sw"].(float64)
 	if sw > w {
 		tb.t.Errorf("%s at 390 px: scrollWidth %v > innerWidth %v; sticking out: %v", path, sw, w, res["out"])
+	}
+	if cut := res["cut"].(string); cut != "" {
+		tb.t.Errorf("%s at 390 px: tables wider than their frame (columns cut off): %s", path, cut)
 	}
 }
 
