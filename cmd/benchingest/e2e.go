@@ -96,6 +96,9 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	workerEnv := maps.Clone(env)
 	var profiled []profiledProc
 	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
 		for _, e := range []struct {
 			name string
 			env  map[string]string
@@ -324,7 +327,8 @@ func slowWindows(acks []timedLat, w, limit time.Duration) (over map[int]int, win
 // windowSample is the machine and MariaDB's fsync count at the start of a
 // window of (d) (sample i at start + i × the window).
 type windowSample struct {
-	m machine
+	m     machine
+	procs cpu // each process's CPU time (cpuSnapshot)
 	// MariaDB's global counters (windowCounters; -1 unknown).
 	c [len(windowCounters)]int64
 }
@@ -365,7 +369,7 @@ func statusCounters(ctx context.Context, raw *sqlx.DB) (out [len(windowCounters)
 
 // sampleWindows takes a windowSample at start and every w after it until
 // stop is closed; the samples are in the returned channel's one value.
-func sampleWindows(ctx context.Context, raw *sqlx.DB, start time.Time, w time.Duration, stop <-chan struct{}) <-chan []windowSample {
+func sampleWindows(ctx context.Context, raw *sqlx.DB, procs []watched, start time.Time, w time.Duration, stop <-chan struct{}) <-chan []windowSample {
 	out := make(chan []windowSample, 1)
 	go func() {
 		var samples []windowSample
@@ -376,7 +380,7 @@ func sampleWindows(ctx context.Context, raw *sqlx.DB, start time.Time, w time.Du
 				return
 			case <-time.After(time.Until(start.Add(time.Duration(i) * w))):
 			}
-			samples = append(samples, windowSample{m: machineSnapshot(), c: statusCounters(ctx, raw)})
+			samples = append(samples, windowSample{m: machineSnapshot(), procs: cpuSnapshot(procs...), c: statusCounters(ctx, raw)})
 		}
 	}()
 	return out
@@ -398,11 +402,12 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 		isWorst[wi] = true
 	}
 	type agg struct {
-		m machine
-		c [len(windowCounters)]int64
-		n int
+		m     machine
+		procs cpu
+		c     [len(windowCounters)]int64
+		n     int
 	}
-	var worst, rest agg
+	worst, rest := agg{procs: cpu{}}, agg{procs: cpu{}}
 	for i := 0; i+1 < len(samples) && i < windows; i++ {
 		a, b := samples[i], samples[i+1]
 		g := &rest
@@ -412,6 +417,9 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 		g.m.busy += b.m.busy - a.m.busy
 		g.m.idle += b.m.idle - a.m.idle
 		g.m.steal += b.m.steal - a.m.steal
+		for name, t := range b.procs {
+			g.procs[name] += t - a.procs[name]
+		}
 		for k := range g.c {
 			if a.c[k] < 0 || b.c[k] < 0 || g.c[k] < 0 {
 				g.c[k] = -1
@@ -435,8 +443,19 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 			}
 			return fmt.Sprintf("%.0f", float64(g.c[k])/float64(g.n))
 		}
-		return fmt.Sprintf("%.2f cores busy, %.1f %% stolen; per window %s fsyncs, %s pages written back, %s row lock waits",
-			g.m.busy.Seconds()/(w.Seconds()*float64(g.n)), 100*g.m.steal.Seconds()/all.Seconds(), per(0), per(1), per(2))
+		span := w.Seconds() * float64(g.n)
+		var procs []string
+		for _, name := range cpuOrder {
+			if t, ok := g.procs[name]; ok {
+				procs = append(procs, fmt.Sprintf("%s %.2f", name, t.Seconds()/span))
+			}
+		}
+		out := fmt.Sprintf("%.2f cores busy", g.m.busy.Seconds()/span)
+		if len(procs) > 0 {
+			out += " (" + strings.Join(procs, ", ") + ")"
+		}
+		return out + fmt.Sprintf(", %.1f %% stolen; per window %s fsyncs, %s pages written back, %s row lock waits",
+			100*g.m.steal.Seconds()/all.Seconds(), per(0), per(1), per(2))
 	}
 	return fmt.Sprintf("the worst tenth of the windows: %s; the other windows: %s", describe(worst), describe(rest))
 }
@@ -686,7 +705,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	}
 	start := time.Now()
 	stopSampling := make(chan struct{})
-	sampled := sampleWindows(ctx, r.raw, start, congestionWindow, stopSampling)
+	sampled := sampleWindows(ctx, r.raw, r.procs, start, congestionWindow, stopSampling)
 	type due struct {
 		i  int
 		at time.Time

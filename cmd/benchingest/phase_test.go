@@ -57,9 +57,12 @@ func TestStallCausesComparesTheWorstWindowsWithTheRest(t *testing.T) {
 	var samples []windowSample
 	var m machine
 	var c [len(windowCounters)]int64 // fsyncs, pages written back, row lock waits
+	var server time.Duration         // the server process: 250 ms of CPU a window, 375 in the slow one
 	for i := 0; i <= 16; i++ {
-		samples = append(samples, windowSample{m: m, c: c})
-		if i == 8 { // two cores for 250 ms: 400 ms busy, 100 ms stolen; 20 fsyncs, 300 pages, 4 lock waits
+		samples = append(samples, windowSample{m: m, procs: cpu{"server": server}, c: c})
+		server += 250 * time.Millisecond
+		if i == 8 {
+			server += 125 * time.Millisecond // two cores for 250 ms: 400 ms busy, 100 ms stolen; 20 fsyncs, 300 pages, 4 lock waits
 			m.busy += 400 * time.Millisecond
 			m.steal += 100 * time.Millisecond
 			c[0], c[1], c[2] = c[0]+20, c[1]+300, c[2]+4
@@ -70,8 +73,8 @@ func TestStallCausesComparesTheWorstWindowsWithTheRest(t *testing.T) {
 		}
 	}
 	got := stallCauses(acks, samples, w, 25*time.Millisecond)
-	want := "the worst tenth of the windows: 1.60 cores busy, 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
-		"the other windows: 1.20 cores busy, 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits"
+	want := "the worst tenth of the windows: 1.60 cores busy (server 1.50), 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
+		"the other windows: 1.20 cores busy (server 1.00), 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits"
 	if got != want {
 		t.Fatalf("stallCauses:\n got %s\nwant %s", got, want)
 	}
