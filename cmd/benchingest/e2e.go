@@ -227,7 +227,7 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		settleMariaDB(ctx, raw, 2*time.Minute)
 		if st, err = steady(ctx, steadyRun{api: api, raw: raw, tenantID: ten.ID, sourceID: src.ID,
 			feed: newFeed(src.Secret, host, path, 0, 3_000_000_000), host: host, rate: rate, d: o.d, procs: procs, noWorker: o.workerOff,
-			profile: o.profile, profiled: profiled, samples: o.samples}); err != nil {
+			profile: o.profile, profiled: profiled, samples: o.samples, syncDir: syncDirFor(ctx, raw)}); err != nil {
 			return fmt.Errorf("%w\nserver:\n%s\nworker:\n%s", err, server.tail(10), worker.tail(10))
 		}
 		st.print(o, rate, maxRate)
@@ -263,7 +263,7 @@ func (st steadyResult) print(o e2eOptions, rate, maxRate float64) {
 	fmt.Printf("    acknowledgement → lead readable through the API (GET /api/v1/leads?q=<email>, polled every %s), %d samples: p50 %s  p99 %s  max %s (target p99 ≤ 1s)%s\n",
 		pollEvery, len(st.readLat), pct(st.readLat, 50), pct(st.readLat, 99), pct(st.readLat, 100), timeoutNote(st.readTimeouts))
 	fmt.Printf("    %s\n", congestion(st.ackAt, congestionWindow, 25*time.Millisecond))
-	if c := stallCauses(st.ackAt, st.windows, congestionWindow, 25*time.Millisecond); c != "" {
+	if c := stallCauses(st.ackAt, st.windows, st.syncs, congestionWindow, 25*time.Millisecond); c != "" {
 		fmt.Printf("    %s\n", c)
 	}
 	fmt.Printf("    CPU per lead: %s\n", st.cpu)
@@ -386,13 +386,50 @@ func sampleWindows(ctx context.Context, raw *sqlx.DB, procs []watched, start tim
 	return out
 }
 
+// syncProbe writes 4 KiB and fdatasyncs it every `every`, in a file of
+// dir (the filesystem MariaDB's redo log is on), until stop is closed: how
+// long the disk takes to make a write durable, each by when it began
+// (since start). A commit waits for at least one of these.
+func syncProbe(dir string, start time.Time, every time.Duration, stop <-chan struct{}) <-chan []timedLat {
+	out := make(chan []timedLat, 1)
+	go func() {
+		var lats []timedLat
+		defer func() { out <- lats }()
+		f, err := os.CreateTemp(dir, "benchingest-sync-*")
+		if err != nil {
+			return
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		buf := make([]byte, 4096)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			t0 := time.Now()
+			if _, err := f.WriteAt(buf, 0); err != nil {
+				return
+			}
+			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+				return
+			}
+			lats = append(lats, timedLat{at: t0.Sub(start), lat: time.Since(t0)})
+		}
+	}()
+	return out
+}
+
 // stallCauses compares the worst tenth of the windows (as congestion
 // names them) with the other windows: cores busy, the share of time the
 // hypervisor gave to other guests, and MariaDB's counters per window
 // (windowCounters). A CPU queue shows as busy cores, a slow disk as fewer
 // fsyncs, a descheduled machine as steal, InnoDB writing back as pages
 // flushed, a lock held across a commit as lock waits.
-func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration) string {
+func stallCauses(acks []timedLat, samples []windowSample, syncs []timedLat, w, limit time.Duration) string {
 	over, windows, worstWindows := slowWindows(acks, w, limit)
 	if len(over) == 0 || len(samples) < 2 {
 		return ""
@@ -406,6 +443,7 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 		procs cpu
 		c     [len(windowCounters)]int64
 		n     int
+		syncs []time.Duration
 	}
 	worst, rest := agg{procs: cpu{}}, agg{procs: cpu{}}
 	for i := 0; i+1 < len(samples) && i < windows; i++ {
@@ -429,10 +467,20 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 		}
 		g.n++
 	}
+	for _, p := range syncs {
+		if i := int(p.at / w); i < windows {
+			if isWorst[i] {
+				worst.syncs = append(worst.syncs, p.lat)
+			} else {
+				rest.syncs = append(rest.syncs, p.lat)
+			}
+		}
+	}
 	describe := func(g agg) string {
 		if g.n == 0 {
 			return "none"
 		}
+		slices.Sort(g.syncs)
 		all := g.m.busy + g.m.idle + g.m.steal
 		if all <= 0 {
 			return "n/a"
@@ -454,8 +502,13 @@ func stallCauses(acks []timedLat, samples []windowSample, w, limit time.Duration
 		if len(procs) > 0 {
 			out += " (" + strings.Join(procs, ", ") + ")"
 		}
-		return out + fmt.Sprintf(", %.1f %% stolen; per window %s fsyncs, %s pages written back, %s row lock waits",
+		out += fmt.Sprintf(", %.1f %% stolen; per window %s fsyncs, %s pages written back, %s row lock waits",
 			100*g.m.steal.Seconds()/all.Seconds(), per(0), per(1), per(2))
+		if len(g.syncs) > 0 {
+			out += fmt.Sprintf("; a 4 KiB write + fdatasync beside MariaDB's files took %s (p50), %s (max)",
+				pct(g.syncs, 50).Round(10*time.Microsecond), pct(g.syncs, 100).Round(10*time.Microsecond))
+		}
+		return out
 	}
 	return fmt.Sprintf("the worst tenth of the windows: %s; the other windows: %s", describe(worst), describe(rest))
 }
@@ -608,6 +661,26 @@ type steadyRun struct {
 	samples            int            // deliveries per second followed until readable (0: none)
 	profile            string         // a directory for the CPU profiles of the processes below
 	profiled           []profiledProc // processes serving pprof
+	syncDir            string         // where the fdatasync probe writes ("": no probe; see syncDirFor)
+}
+
+// syncDirFor is a directory on the filesystem of MariaDB's data
+// directory, for the fdatasync probe: the temporary directory when it is
+// on the same device, else the data directory itself; "" when MariaDB's
+// files are not on this machine.
+func syncDirFor(ctx context.Context, raw *sqlx.DB) string {
+	var datadir string
+	if err := raw.GetContext(ctx, &datadir, `SELECT @@datadir`); err != nil {
+		return ""
+	}
+	var data, tmp syscall.Stat_t
+	if syscall.Stat(datadir, &data) != nil {
+		return ""
+	}
+	if syscall.Stat(os.TempDir(), &tmp) == nil && tmp.Dev == data.Dev {
+		return os.TempDir()
+	}
+	return datadir
 }
 
 // profiledProc is a process built with -tags pprof, serving it on addr.
@@ -660,6 +733,7 @@ type steadyResult struct {
 	redo          int64  // bytes of InnoDB redo per lead (per request without the worker), -1 unknown
 	machine       string // the whole machine while sending (machine.since)
 	windows       []windowSample
+	syncs         []timedLat // the fdatasync probe's (syncProbe)
 }
 
 // congestionWindow is the window (d) reports its slow acknowledgements in.
@@ -706,6 +780,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	start := time.Now()
 	stopSampling := make(chan struct{})
 	sampled := sampleWindows(ctx, r.raw, r.procs, start, congestionWindow, stopSampling)
+	synced := syncProbe(r.syncDir, start, 20*time.Millisecond, stopSampling)
 	type due struct {
 		i  int
 		at time.Time
@@ -763,7 +838,7 @@ func steady(ctx context.Context, r steadyRun) (steadyResult, error) {
 	lastAck := time.Now()
 	out.machine = machineSnapshot().since(m0, lastAck.Sub(start))
 	close(stopSampling)
-	out.windows = <-sampled
+	out.windows, out.syncs = <-sampled, <-synced
 	for _, a := range out.ackAt {
 		out.ackLat = append(out.ackLat, a.lat)
 	}

@@ -72,13 +72,23 @@ func TestStallCausesComparesTheWorstWindowsWithTheRest(t *testing.T) {
 			c[0] += 100
 		}
 	}
-	got := stallCauses(acks, samples, w, 25*time.Millisecond)
+	var syncs []timedLat // the fdatasync probe: 2 ms, 30 ms in the slow window
+	for i := 0; i < 200; i++ {
+		lat := 2 * time.Millisecond
+		if i >= 100 && i < 112 {
+			lat = 30 * time.Millisecond
+		}
+		syncs = append(syncs, timedLat{at: time.Duration(i) * 20 * time.Millisecond, lat: lat})
+	}
+	got := stallCauses(acks, samples, syncs, w, 25*time.Millisecond)
 	want := "the worst tenth of the windows: 1.60 cores busy (server 1.50), 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
-		"the other windows: 1.20 cores busy (server 1.00), 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits"
+		"a 4 KiB write + fdatasync beside MariaDB's files took 30ms (p50), 30ms (max); " +
+		"the other windows: 1.20 cores busy (server 1.00), 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits; " +
+		"a 4 KiB write + fdatasync beside MariaDB's files took 2ms (p50), 2ms (max)"
 	if got != want {
 		t.Fatalf("stallCauses:\n got %s\nwant %s", got, want)
 	}
-	if got := stallCauses(acks[:10], samples, w, 25*time.Millisecond); got != "" {
+	if got := stallCauses(acks[:10], samples, syncs, w, 25*time.Millisecond); got != "" {
 		t.Fatalf("no slow acknowledgement: %q", got)
 	}
 }
