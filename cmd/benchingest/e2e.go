@@ -493,10 +493,18 @@ func stallCauses(acks []timedLat, samples []windowSample, syncs []timedLat, w, l
 		}
 		span := w.Seconds() * float64(g.n)
 		var procs []string
+		var sum time.Duration
 		for _, name := range cpuOrder {
 			if t, ok := g.procs[name]; ok {
 				procs = append(procs, fmt.Sprintf("%s %.2f", name, t.Seconds()/span))
+				sum += t
 			}
+		}
+		if len(procs) > 0 {
+			// Interrupts, kernel threads (block I/O completion, say) and
+			// every other process: busy time no watched process was
+			// charged with.
+			procs = append(procs, fmt.Sprintf("the rest %.2f", (g.m.busy-sum).Seconds()/span))
 		}
 		out := fmt.Sprintf("%.2f cores busy", g.m.busy.Seconds()/span)
 		if len(procs) > 0 {

@@ -81,9 +81,9 @@ func TestStallCausesComparesTheWorstWindowsWithTheRest(t *testing.T) {
 		syncs = append(syncs, timedLat{at: time.Duration(i) * 20 * time.Millisecond, lat: lat})
 	}
 	got := stallCauses(acks, samples, syncs, w, 25*time.Millisecond)
-	want := "the worst tenth of the windows: 1.60 cores busy (server 1.50), 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
+	want := "the worst tenth of the windows: 1.60 cores busy (server 1.50, the rest 0.10), 20.0 % stolen; per window 20 fsyncs, 300 pages written back, 4 row lock waits; " +
 		"a 4 KiB write + fdatasync beside MariaDB's files took 30ms (p50), 30ms (max); " +
-		"the other windows: 1.20 cores busy (server 1.00), 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits; " +
+		"the other windows: 1.20 cores busy (server 1.00, the rest 0.20), 0.0 % stolen; per window 100 fsyncs, 0 pages written back, 0 row lock waits; " +
 		"a 4 KiB write + fdatasync beside MariaDB's files took 2ms (p50), 2ms (max)"
 	if got != want {
 		t.Fatalf("stallCauses:\n got %s\nwant %s", got, want)
