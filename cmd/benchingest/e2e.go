@@ -47,6 +47,7 @@ type e2eOptions struct {
 	phases              string        // which of a..e run
 	workerOff           bool          // without (a) and (b): never start the worker (the acknowledgement's floor)
 	serverEnv           []string      // more KEY=VALUE for the server process (e.g. GOGC=400)
+	workerEnv           []string      // the same for the worker process
 	workerConc          int
 	workerNice          int // the worker's nice value above the server's (0: the same priority)
 	logLevel            string
@@ -94,6 +95,11 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		}
 	}
 	workerEnv := maps.Clone(env)
+	for _, kv := range o.workerEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			workerEnv[k] = v
+		}
+	}
 	var profiled []profiledProc
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {

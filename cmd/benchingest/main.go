@@ -73,6 +73,7 @@ func run() error {
 	workerOff := flag.Bool("worker-off", false, "with -e2e and -phases without a and b: never start the worker (what the acknowledgement costs alone)")
 	indexN := flag.Int("indexes", 0, "instead: what each secondary index of leads costs the worker's upsert, with this many records per round (see indexes.go)")
 	serverEnv := flag.String("server-env", "", "with -e2e: more KEY=VALUE settings for the server process, space-separated (e.g. GOGC=400)")
+	workerEnv := flag.String("worker-env", "", "with -e2e: more KEY=VALUE settings for the worker process, space-separated (e.g. GOMAXPROCS=1)")
 	dupN := flag.Int("dup-n", 20000, "with -e2e: deliveries sent new, then again as duplicates, for the CPU of each (e)")
 	probe := flag.Duration("probe", 3*time.Second, "with -e2e: how long the maximum acknowledged rate is measured")
 	workerNice := flag.Int("worker-nice", 0, "with -e2e: run the worker at this nice value above the server's (0-19)")
@@ -107,7 +108,7 @@ func run() error {
 	}
 	if *e2e {
 		return runE2E(ctx, e2eOptions{benchDSN: benchDSN, redisAddr: *redisAddr, redisDB: *redisDB, conns: *conns, d: *dur,
-			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, serverEnv: strings.Fields(*serverEnv), workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel, profile: *profile, samples: *samples})
+			probe: *probe, fraction: *fraction, backlog: *backlog, dupN: *dupN, rate: *fixedRate, workerArgs: strings.Fields(*workerArgs), phases: *phaseSel, workerOff: *workerOff, serverEnv: strings.Fields(*serverEnv), workerEnv: strings.Fields(*workerEnv), workerConc: *workerConc, workerNice: *workerNice, logLevel: *logLevel, profile: *profile, samples: *samples})
 	}
 	env := map[string]string{"LEADPIPE_MYSQL_DSN": benchDSN, "LEADPIPE_REDIS_ADDR": *redisAddr,
 		"LEADPIPE_REDIS_DB":   fmt.Sprint(*redisDB),

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := app.NewLogger(cfg, stderr)
+	if cmd == "serve" || cmd == "demo" {
+		log.Info("CPUs running Go code (LEADPIPE_PROCS)", "gomaxprocs", app.SetProcs(cfg, getenv), "cpus", runtime.NumCPU())
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log, nil)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,7 @@ func TestDemoServeAndSend(t *testing.T) {
 		"LEADPIPE_LOG_LEVEL":  "warn",
 	}
 	getenv := func(k string) string { return env[k] }
+	t.Cleanup(func() { runtime.SetDefaultGOMAXPROCS() }) // serving set LEADPIPE_PROCS's default, shared, for this process
 	for round := 0; round < 2; round++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out, logs syncBuf

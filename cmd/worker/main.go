@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -42,6 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	log := app.NewLogger(cfg, os.Stderr).With("process", "worker")
+	log.Info("CPUs running Go code (LEADPIPE_PROCS)", "gomaxprocs", app.SetProcs(cfg, getenv), "cpus", runtime.NumCPU())
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

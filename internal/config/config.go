@@ -37,6 +37,7 @@ type Config struct {
 	SecretKey           []byte // 32 bytes
 	SecretKeyIsDev      bool
 	Worker              string // "inprocess" | "off"
+	Procs               int    // LEADPIPE_PROCS: ProcsShared, ProcsAll (0) or a number of CPUs
 	AllowPrivateTargets bool
 	IdempotencyTTL      time.Duration
 	LogLevel            string
@@ -52,6 +53,13 @@ type Var struct {
 	Secret              bool // also readable from NAME_FILE
 	parse               func(c *Config, v string) error
 }
+
+// LEADPIPE_PROCS: ProcsAll leaves GOMAXPROCS at Go's default (every CPU
+// of the machine or the container); ProcsShared halves it.
+const (
+	ProcsAll    = 0
+	ProcsShared = -1
+)
 
 // Vars is the single table of configuration variables.
 var Vars = []Var{
@@ -153,6 +161,22 @@ var Vars = []Var{
 			return fmt.Errorf("want inprocess or off")
 		}
 		c.Worker = v
+		return nil
+	}},
+	{Name: "LEADPIPE_PROCS", Default: "shared", Help: "CPUs that run this process's Go code at once (GOMAXPROCS): shared (half of the machine's or container's, at least 1: MySQL beside it needs most of the CPU), all, or a number; GOMAXPROCS, when set, wins", parse: func(c *Config, v string) error {
+		switch v {
+		case "shared":
+			c.Procs = ProcsShared
+			return nil
+		case "all":
+			c.Procs = ProcsAll
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want shared, all or a number of CPUs (1 or more)")
+		}
+		c.Procs = n
 		return nil
 	}},
 	{Name: "LEADPIPE_ALLOW_PRIVATE_TARGETS", Default: "false", Help: "let outbound calls reach loopback/private addresses (local testing only)", parse: func(c *Config, v string) error {

@@ -14,7 +14,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != ":8080" || c.RedisAddr != "127.0.0.1:6379" || c.Worker != "inprocess" || !c.SecretKeyIsDev || c.AdminToken != "" || c.AllowPrivateTargets {
+	if c.Addr != ":8080" || c.RedisAddr != "127.0.0.1:6379" || c.Worker != "inprocess" || !c.SecretKeyIsDev || c.AdminToken != "" || c.AllowPrivateTargets || c.Procs != ProcsShared {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -32,6 +32,7 @@ func TestEachInvalidVariableIsNamed(t *testing.T) {
 		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "maybe",
 		"LEADPIPE_IDEMPOTENCY_TTL":       "-1h",
 		"LEADPIPE_LOG_LEVEL":             "loud",
+		"LEADPIPE_PROCS":                 "0",
 	}
 	for name, val := range bad {
 		t.Run(name, func(t *testing.T) {
