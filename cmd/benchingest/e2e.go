@@ -88,18 +88,7 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 		"LEADPIPE_SECRET_KEY": "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktMzI=", "LEADPIPE_ADMIN_TOKEN": adminToken,
 		"LEADPIPE_WORKER": "off", "LEADPIPE_LOG_LEVEL": o.logLevel,
 	}
-	serverEnv := maps.Clone(env)
-	for _, kv := range o.serverEnv {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			serverEnv[k] = v
-		}
-	}
-	workerEnv := maps.Clone(env)
-	for _, kv := range o.workerEnv {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			workerEnv[k] = v
-		}
-	}
+	serverEnv, workerEnv := withVars(env, o.serverEnv), withVars(env, o.workerEnv)
 	var profiled []profiledProc
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
@@ -330,8 +319,9 @@ func slowWindows(acks []timedLat, w, limit time.Duration) (over map[int]int, win
 	return over, windows, byCount[:min(len(byCount), max(1, windows/10))]
 }
 
-// windowSample is the machine and MariaDB's fsync count at the start of a
-// window of (d) (sample i at start + i × the window).
+// windowSample is the machine, each watched process's CPU time and
+// MariaDB's counters at the start of a window of (d) (sample i at start +
+// i × the window).
 type windowSample struct {
 	m     machine
 	procs cpu // each process's CPU time (cpuSnapshot)
@@ -401,6 +391,10 @@ func syncProbe(dir string, start time.Time, every time.Duration, stop <-chan str
 	go func() {
 		var lats []timedLat
 		defer func() { out <- lats }()
+		if dir == "" { // MariaDB's files are not on this machine
+			<-stop
+			return
+		}
 		f, err := os.CreateTemp(dir, "benchingest-sync-*")
 		if err != nil {
 			return
@@ -458,9 +452,7 @@ func stallCauses(acks []timedLat, samples []windowSample, syncs []timedLat, w, l
 		if isWorst[i] {
 			g = &worst
 		}
-		g.m.busy += b.m.busy - a.m.busy
-		g.m.idle += b.m.idle - a.m.idle
-		g.m.steal += b.m.steal - a.m.steal
+		g.m = g.m.plus(b.m.minus(a.m))
 		for name, t := range b.procs {
 			g.procs[name] += t - a.procs[name]
 		}
@@ -676,6 +668,17 @@ type steadyRun struct {
 	profile            string         // a directory for the CPU profiles of the processes below
 	profiled           []profiledProc // processes serving pprof
 	syncDir            string         // where the fdatasync probe writes ("": no probe; see syncDirFor)
+}
+
+// withVars is env with the KEY=VALUE settings of kvs added (or replaced).
+func withVars(env map[string]string, kvs []string) map[string]string {
+	out := maps.Clone(env)
+	for _, kv := range kvs {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // syncDirFor is a directory on the filesystem of MariaDB's data

@@ -296,9 +296,18 @@ func machineSnapshot() machine {
 	}
 }
 
+func (m machine) minus(o machine) machine {
+	return machine{busy: m.busy - o.busy, idle: m.idle - o.idle, steal: m.steal - o.steal}
+}
+
+func (m machine) plus(o machine) machine {
+	return machine{busy: m.busy + o.busy, idle: m.idle + o.idle, steal: m.steal + o.steal}
+}
+
 // since describes the machine between before and m, over wall time.
 func (m machine) since(before machine, wall time.Duration) string {
-	busy, idle, steal := m.busy-before.busy, m.idle-before.idle, m.steal-before.steal
+	d := m.minus(before)
+	busy, idle, steal := d.busy, d.idle, d.steal
 	all := busy + idle + steal
 	if all <= 0 || wall <= 0 {
 		return "machine: n/a"
