@@ -12,7 +12,7 @@ import (
 // tenants, users, user_logins, api_tokens and sessions.
 
 const tenantCols = `id, slug, name, created_at`
-const userCols = `tenant_id, id, email, name, role, disabled_at, created_at`
+const userCols = `tenant_id, id, email, name, role, disabled_at, created_at, time_zone`
 const tokenCols = `tenant_id, id, name, created_by, created_at, last_used_at, revoked_at`
 
 func insertTenant(ctx context.Context, x db.Ext, t Tenant) error {
@@ -105,7 +105,7 @@ type loginRow struct {
 
 func getLogin(ctx context.Context, x db.Ext, email string) (loginRow, error) {
 	var r loginRow
-	err := x.GetContext(ctx, &r, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.password_hash
+	err := x.GetContext(ctx, &r, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.time_zone, u.password_hash
 		FROM user_logins l JOIN users u ON u.tenant_id = l.tenant_id AND u.id = l.user_id
 		WHERE l.email = ?`, email)
 	return r, db.MapErr(err, "user not found", "")
@@ -190,4 +190,14 @@ func deleteUserSessions(ctx context.Context, x db.Ext, tenantID, userID string) 
 func deleteSession(ctx context.Context, x db.Ext, tenantID, id string) error {
 	_, err := x.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	return err
+}
+
+// ---- A user's own time zone (#28) ----
+
+func updateUserTimeZone(ctx context.Context, x db.Ext, tenantID, id, tz string) (int64, error) {
+	res, err := x.ExecContext(ctx, `UPDATE users SET time_zone = ? WHERE tenant_id = ? AND id = ?`, tz, tenantID, id)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

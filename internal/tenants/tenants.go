@@ -30,6 +30,8 @@ type User struct {
 	Role       string     `db:"role" json:"role"`
 	DisabledAt *time.Time `db:"disabled_at" json:"disabled_at"`
 	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
+	// TimeZone is the person's IANA zone ("" until known: UTC).
+	TimeZone string `db:"time_zone" json:"time_zone"`
 }
 
 // IsAdmin reports the admin role.

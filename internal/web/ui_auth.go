@@ -78,6 +78,13 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ui.logins.Succeed(client, email)
+	if tz := r.PostFormValue("tz"); u.TimeZone == "" && tz != "" {
+		// The browser's zone becomes the user's until they change it in
+		// their settings; a bad name only loses this convenience.
+		if err := s.Tenants.SetTimeZone(r.Context(), u.TenantID, u.ID, tz); err != nil && !apperr.Is(err, apperr.Invalid) {
+			s.Log.WarnContext(r.Context(), "store time zone at sign-in", "err", err)
+		}
+	}
 	cookie, err := s.Tenants.CreateSession(r.Context(), u)
 	if err != nil {
 		s.uiError(w, r, err)

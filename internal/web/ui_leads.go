@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,19 @@ const (
 	countCap      = 1_000 // status counts above this read "1,000+" (bounded cost at any size)
 	timelineShown = 200
 )
+
+// leadUIRoutes are the inbox's, board's and settings' routes added for
+// issue #28: a person's own settings (time zone), the ids behind "Select
+// all N matching" with the bulk change they feed (the API's handler, on
+// the session: same Idempotency-Key rules, same-origin only), and a board
+// column's next cards.
+func (s *Server) leadUIRoutes(r chi.Router) {
+	r.Get("/settings/me", s.uiProfile)
+	r.Post("/settings/me", s.uiSaveProfile)
+	r.Get("/leads/ids", s.uiLeadIDs)
+	r.Post("/leads/bulk.json", s.Idem.Wrap(s.apiBulkLeads))
+	r.Get("/leads/board/more", s.uiBoardMore)
+}
 
 // directory is the tenant's users and sources by id, for names on pages.
 type directory struct {
@@ -135,110 +150,152 @@ func (s *Server) countsFor(ctx context.Context, tenantID string, f leads.Filter)
 // openStatuses are the statuses a salesperson still works.
 var openStatuses = []string{"new", "contacted", "qualified", "unqualified"}
 
-// inboxView turns a quick view into filter settings; explicit filters in
-// the URL win over the view's.
-func inboxView(view string, f *leads.Filter, me string, admin bool, now time.Time) string {
-	if view == "" && admin {
-		view = leadviews.ViewAll // admins oversee everything; staff land on their own leads
-	}
-	switch view {
-	case leadviews.ViewUnassigned:
-		if f.OwnerID == "" {
-			f.OwnerID = leads.OwnerNone
-		}
-		if f.Status == "" {
-			f.Status = "new"
-		}
-	case leadviews.ViewDue:
-		if f.OwnerID == "" {
-			f.OwnerID = me
-		}
-		f.AnyStatus = openStatuses
-		end := endOfDay(now)
-		f.DueBefore = &end
-		f.ByDue = true // a to-do list: the most overdue first
-	case leadviews.ViewAll:
-	default:
-		view = leadviews.ViewMine
-		if f.OwnerID == "" {
-			f.OwnerID = me
-		}
-		f.AnyStatus = openStatuses
-	}
-	return view
+// inboxQuery is the inbox's URL read into the one filter model: the view
+// (its defaults) and the sheet's values, as shown and as a leads.Filter.
+type inboxQuery struct {
+	shown  leadviews.Filters // from the URL; shown.Effective() is the sheet
+	filter leads.Filter
+	bad    map[string]string // values that were not understood (dropped)
 }
 
-// endOfDay is the start of the next UTC day: "due" means today or earlier.
-func endOfDay(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+// readInboxQuery turns /leads?view=&status=&owner=&source=&due=&q= into a
+// filter. Values in the URL win over the view's; an unknown view is the
+// default one (all leads for admins, "My open leads" for staff).
+func readInboxQuery(q url.Values, me string, admin bool, loc *time.Location, now time.Time) inboxQuery {
+	f := leadviews.Filters{View: q.Get("view"), Status: q.Get("status"), Source: q.Get("source"), Owner: q.Get("owner"),
+		Due: q.Get("due"), Q: strings.TrimSpace(q.Get("q"))}
+	view, ok := leadviews.ViewFor(f.View)
+	if !ok {
+		f.View = leadviews.ViewMine
+		if admin {
+			f.View = leadviews.ViewAll // admins oversee everything; staff land on their own leads
+		}
+		view, _ = leadviews.ViewFor(f.View)
+	}
+	out := inboxQuery{shown: f, bad: map[string]string{}}
+	e := f.Effective()
+	lf := leads.Filter{Q: f.Q, ByDue: view.ByDue}
+	switch e.Status {
+	case leadviews.FilterAny:
+	case leadviews.StatusOpen:
+		lf.AnyStatus = openStatuses
+	default:
+		lf.Status = e.Status
+	}
+	switch e.Owner {
+	case leadviews.FilterAny:
+	case leadviews.OwnerMe:
+		lf.OwnerID = me
+	default:
+		lf.OwnerID = e.Owner
+	}
+	if e.Source != leadviews.FilterAny {
+		lf.SourceID = e.Source
+	}
+	switch e.Due {
+	case leadviews.FilterAny:
+	case leadviews.DueOverdue:
+		lf.DueBefore = &now
+	case leadviews.DueToday:
+		end := endOfDay(now, loc)
+		lf.DueBefore = &end
+	case leadviews.DueWeek:
+		end := endOfDay(now.AddDate(0, 0, 6), loc)
+		lf.DueBefore = &end
+	default:
+		out.bad["due"] = "must be overdue, today or week"
+		out.shown.Due = ""
+	}
+	out.filter = lf
+	return out
+}
+
+// drop forgets the URL's value of one parameter the list refused.
+func (iq *inboxQuery) drop(param string) {
+	switch param {
+	case "status":
+		iq.filter.Status, iq.filter.AnyStatus, iq.shown.Status = "", nil, leadviews.FilterAny
+	case "source":
+		iq.filter.SourceID, iq.shown.Source = "", leadviews.FilterAny
+	case "owner":
+		iq.filter.OwnerID, iq.shown.Owner = "", leadviews.FilterAny
+	case "q":
+		iq.filter.Q, iq.shown.Q = "", ""
+	case "cursor":
+		iq.filter.Cursor = ""
+	}
+}
+
+// endOfDay is the start of the reader's next day: "due today" means
+// today or earlier in their own time zone.
+func endOfDay(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+}
+
+// listInbox lists one page of the query, dropping (and naming) what the
+// list did not understand, such as a stale bookmark's source.
+func (s *Server) listInbox(ctx context.Context, tenantID string, iq *inboxQuery) (leads.Page, error) {
+	page, err := s.Leads.List(ctx, tenantID, iq.filter)
+	var ae *apperr.Error
+	if errors.As(err, &ae) && ae.Code == apperr.Invalid {
+		for k := range ae.Fields {
+			iq.bad[k] = ae.Fields[k]
+			iq.drop(k)
+		}
+		page, err = s.Leads.List(ctx, tenantID, iq.filter)
+	}
+	return page, err
 }
 
 func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	q := r.URL.Query()
-	f := leadviews.Filters{View: q.Get("view"), Status: q.Get("status"), Source: q.Get("source"), Owner: q.Get("owner"), Q: strings.TrimSpace(q.Get("q"))}
-	cursor := q.Get("cursor")
+	now := time.Now()
+	iq := readInboxQuery(r.URL.Query(), sess.User.ID, sess.User.IsAdmin(), sess.User.Location(), now)
+	iq.filter.Limit, iq.filter.Cursor = inboxPageSize, r.URL.Query().Get("cursor")
 	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	now := time.Now()
-	v := leadviews.InboxView{IsFirst: cursor == "", Now: now, MeID: sess.User.ID}
-	filter := leads.Filter{Status: f.Status, SourceID: f.Source, OwnerID: f.Owner, Q: f.Q, Limit: inboxPageSize, Cursor: cursor}
-	if filter.OwnerID == "me" {
-		filter.OwnerID = sess.User.ID
-	}
-	f.View = inboxView(f.View, &filter, sess.User.ID, sess.User.IsAdmin(), now)
-	v.Filters = f
-	page, err := s.Leads.List(ctx, sess.Tenant.ID, filter)
-	var ae *apperr.Error
-	if errors.As(err, &ae) && ae.Code == apperr.Invalid {
-		// Drop what was not understood (a stale bookmark), say so, list the rest.
-		var bad []string
-		for k := range ae.Fields {
-			bad = append(bad, k)
-			switch k {
-			case "status":
-				filter.Status, v.Filters.Status = "", ""
-			case "source":
-				filter.SourceID, v.Filters.Source = "", ""
-			case "owner":
-				filter.OwnerID, v.Filters.Owner = "", ""
-			case "q":
-				filter.Q, v.Filters.Q = "", ""
-			case "cursor":
-				filter.Cursor, v.IsFirst = "", true
-			}
-		}
-		v.Problem = "Ignored: " + strings.Join(bad, ", ") + ". Showing the leads for the remaining filters."
-		page, err = s.Leads.List(ctx, sess.Tenant.ID, filter)
-	}
+	v := leadviews.InboxView{IsFirst: iq.filter.Cursor == "", Now: now, MeID: sess.User.ID, Views: leadviews.Views}
+	page, err := s.listInbox(ctx, sess.Tenant.ID, &iq)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	cf := filter
-	cf.Status, cf.Cursor = "", ""
+	if iq.filter.Cursor == "" {
+		v.IsFirst = true
+	}
+	if len(iq.bad) > 0 {
+		var bad []string
+		for k := range iq.bad {
+			bad = append(bad, k)
+		}
+		sort.Strings(bad)
+		v.Problem = "Ignored: " + strings.Join(bad, ", ") + ". Showing the leads for the remaining filters."
+	}
+	v.Filters = iq.shown
+	// The sheet's status list counts every status under the other filters.
+	cf := iq.filter
+	cf.Status, cf.AnyStatus, cf.Cursor = "", nil, ""
 	if v.Counts, err = s.countsFor(ctx, sess.Tenant.ID, cf); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	v.HasAny = true
-	if v.Counts[0].N == 0 && f.View != leadviews.ViewAll {
+	v.Matching = v.MatchingFor(v.Filters.Effective().Status)
+	v.HasAny = v.Counts[0].N > 0 || v.Filters.Active()
+	if !v.HasAny {
 		all, err := s.counts(ctx, sess.Tenant.ID)
 		if err != nil {
 			s.uiError(w, r, err)
 			return
 		}
 		v.HasAny = all[0].N > 0
-	} else {
-		v.HasAny = v.Counts[0].N > 0 || f.Active()
 	}
-	v.Sources = append([]components.Option{{Value: "", Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}, dir.srcOpts...)
-	v.Owners = []components.Option{{Value: "", Label: "Anyone"}, {Value: "me", Label: "Assigned to me"}, {Value: leads.OwnerNone, Label: "Unassigned"}}
+	v.Sources = append([]components.Option{{Value: leadviews.FilterAny, Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}, dir.srcOpts...)
+	v.Owners = []components.Option{{Value: leadviews.FilterAny, Label: "Anyone"}, {Value: leadviews.OwnerMe, Label: "Me (" + sess.User.Name + ")"}, {Value: leads.OwnerNone, Label: "Unassigned"}}
 	v.Assignees = []components.Option{{Value: "", Label: "Assign to…"}, {Value: sess.User.ID, Label: "Me (" + sess.User.Name + ")"}}
 	for _, u := range dir.users {
 		if u.DisabledAt == nil && u.ID != sess.User.ID {
@@ -262,6 +319,45 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	v.Back = r.URL.RequestURI()
 	v.Page = s.page(w, r, "Inbox", "leads")
 	s.render(w, r, http.StatusOK, leadviews.Inbox(v))
+}
+
+// idsPage is how many lead ids GET /leads/ids answers at once: one bulk
+// request's worth (leads.MaxBulk).
+const idsPage = leads.MaxBulk
+
+// uiLeadIDs is GET /leads/ids with the inbox's query: the ids of every
+// lead the filters match, up to 500 per page, for "Select all N matching"
+// (app.js then changes them through POST /leads/bulk.json in chunks).
+func (s *Server) uiLeadIDs(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	iq := readInboxQuery(r.URL.Query(), sess.User.ID, sess.User.IsAdmin(), sess.User.Location(), time.Now())
+	if len(iq.bad) > 0 {
+		WriteError(w, r, s.Log, apperr.InvalidFields(iq.bad))
+		return
+	}
+	iq.filter.Cursor = r.URL.Query().Get("cursor")
+	out := struct {
+		IDs        []string `json:"ids"`
+		NextCursor string   `json:"next_cursor"`
+	}{IDs: []string{}}
+	for len(out.IDs) < idsPage {
+		iq.filter.Limit = min(200, idsPage-len(out.IDs))
+		page, err := s.Leads.List(ctx, sess.Tenant.ID, iq.filter)
+		if err != nil {
+			WriteError(w, r, s.Log, err)
+			return
+		}
+		for _, l := range page.Items {
+			out.IDs = append(out.IDs, l.ID)
+		}
+		out.NextCursor = page.NextCursor
+		if page.NextCursor == "" {
+			break
+		}
+		iq.filter.Cursor = page.NextCursor
+	}
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // uiBulk applies the inbox's bulk form: one action (assign, status, tag)
@@ -388,11 +484,6 @@ func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	board, err := s.Leads.ListBoard(ctx, sess.Tenant.ID, boardPerCol)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	counts, err := s.counts(ctx, sess.Tenant.ID)
 	if err != nil {
 		s.uiError(w, r, err)
@@ -400,15 +491,67 @@ func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 	}
 	v := leadviews.BoardView{PerCol: boardPerCol, HasAny: counts[0].N > 0, Now: time.Now()}
 	for i, st := range leads.Statuses {
-		col := leadviews.Column{Status: st, Count: counts[i+1]}
-		for _, l := range board[st] {
-			col.Leads = append(col.Leads, dir.leadView(l))
+		col, err := s.boardColumn(ctx, sess.Tenant.ID, dir, st, "")
+		if err != nil {
+			s.uiError(w, r, err)
+			return
 		}
+		col.Count = counts[i+1]
 		v.Columns = append(v.Columns, col)
 	}
 	v.Page = s.page(w, r, "Board", "board")
 	v.Page.Wide = true
 	s.render(w, r, http.StatusOK, leadviews.Board(v))
+}
+
+// boardColumn is one page of a status's newest leads (keyset, like the
+// inbox: a card moved meanwhile is neither repeated nor skipped).
+func (s *Server) boardColumn(ctx context.Context, tenantID string, dir directory, status, cursor string) (leadviews.Column, error) {
+	page, err := s.Leads.List(ctx, tenantID, leads.Filter{Status: status, Limit: boardPerCol, Cursor: cursor})
+	if err != nil {
+		return leadviews.Column{}, err
+	}
+	col := leadviews.Column{Status: status, NextCursor: page.NextCursor}
+	for _, l := range page.Items {
+		col.Leads = append(col.Leads, dir.leadView(l))
+	}
+	return col, nil
+}
+
+// uiBoardMore is GET /leads/board/more?status=&cursor=: a column's next
+// cards, the fragment htmx puts in place of its "Load more".
+func (s *Server) uiBoardMore(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	q := r.URL.Query()
+	if !leads.ValidStatus(q.Get("status")) || q.Get("cursor") == "" {
+		s.uiError(w, r, apperr.New(apperr.BadRequest, "a status and a cursor are needed"))
+		return
+	}
+	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	col, err := s.boardColumn(ctx, sess.Tenant.ID, dir, q.Get("status"), q.Get("cursor"))
+	if err != nil {
+		if apperr.Is(err, apperr.Invalid) {
+			err = apperr.New(apperr.BadRequest, "that cursor is not one this board made")
+		}
+		s.uiError(w, r, err)
+		return
+	}
+	cs, err := s.counts(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	for _, c := range cs[1:] {
+		if c.Status == col.Status {
+			col.Count = c
+		}
+	}
+	s.render(w, r, http.StatusOK, leadviews.BoardMore(col, time.Now()))
 }
 
 // leadPageOpts are what a POST that failed brings to the re-rendered page.
@@ -461,7 +604,7 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	for i, e := range tl {
 		evs[i] = timelineEvent(e, dir)
 	}
-	evs = leadviews.CollapseDuplicates(evs)
+	evs = leadviews.CollapseDuplicates(withArrival(evs, v.Lead))
 	if len(evs) > timelineShown {
 		v.MoreEvents = len(evs) - timelineShown
 		evs = evs[:timelineShown]
@@ -469,18 +612,39 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	v.Timeline = evs
 	if o.conflict != nil {
 		c := *o.conflict
-		c.By, c.At = "someone", l.UpdatedAt
-		// Who and when: the newest change that made a new version.
-		for _, e := range tl {
-			if e.Kind == leads.EventStatusChanged || e.Kind == leads.EventOwnerChanged || e.Kind == leads.EventTagsChanged {
-				c.By, c.At = e.ActorName, e.At
-				break
-			}
-		}
+		c.By, c.At = lastEditor(l, tl)
 		v.Conflict = &c
 	}
 	v.Page = s.page(w, r, v.Lead.Title(), "leads")
 	s.render(w, r, status, leadviews.Page(v))
+}
+
+// withArrival ends the timeline (oldest last) with how the lead arrived
+// when no entry says so, e.g. a Meta lead stored by its webhook before the
+// deliveries were linked: a timeline never claims nothing happened.
+func withArrival(evs []leadviews.Event, l leadviews.Lead) []leadviews.Event {
+	for _, e := range evs {
+		switch e.Kind {
+		case leads.EventCreated, leads.EventDelivery, leads.EventReconcile, leads.EventStale:
+			return evs
+		}
+	}
+	if l.SourceID == "" {
+		return append(evs, leadviews.Event{Kind: leads.EventCreated, At: l.CreatedAt})
+	}
+	return append(evs, leadviews.Event{Kind: leadviews.EventArrived, Actor: l.SourceName, At: l.CreatedAt})
+}
+
+// lastEditor is who made the lead's current version and when: the newest
+// change that made a new version ("someone" when none is on record).
+func lastEditor(l leads.Lead, tl []leads.TimelineEntry) (string, time.Time) {
+	for _, e := range tl {
+		switch e.Kind {
+		case leads.EventStatusChanged, leads.EventOwnerChanged, leads.EventTagsChanged, leads.EventNextStepChanged:
+			return e.ActorName, e.At
+		}
+	}
+	return "someone", l.UpdatedAt
 }
 
 func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
@@ -585,6 +749,11 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	label := components.StatusLabel(status)
+	if backTo(r, id) == "/leads/board" {
+		if ok := s.boardConflict(w, r, id, status); ok {
+			return
+		}
+	}
 	l, ok := s.patchLead(w, r, id, "status", status, label, leads.PatchInput{Status: &status})
 	if !ok {
 		return
@@ -607,6 +776,34 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	seeOther(w, r, "/leads/board")
+}
+
+// boardConflict answers a board move whose card is stale (the lead was
+// edited since the board was drawn): nothing is written, the board is
+// drawn again with the lead where it now is and a flash that says who
+// changed it. It reports whether it answered.
+func (s *Server) boardConflict(w http.ResponseWriter, r *http.Request, id, status string) bool {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	version, ok := formVersion(r)
+	if !ok {
+		return false // patchLead explains a missing version
+	}
+	l, err := s.Leads.Get(ctx, sess.Tenant.ID, id)
+	if err != nil || l.Version == version {
+		return false
+	}
+	tl, err := s.Leads.Timeline(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return true
+	}
+	by, at := lastEditor(l, tl)
+	name := leadviews.Lead{Name: l.Name, Email: l.Email, Phone: l.Phone}.Title()
+	s.setFlashError(w, r, "Not moved: "+by+" changed "+name+" at "+components.ExactIn(components.WithZone(ctx, sess.User.Location()), at)+
+		" (now "+components.StatusLabel(l.Status)+"). Your move to "+components.StatusLabel(status)+" was not saved, so nothing of theirs was overwritten.")
+	seeOther(w, r, "/leads/board")
+	return true
 }
 
 func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
@@ -663,7 +860,8 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 }
 
 // uiLeadNextStep saves the next step and its due date ("datetime-local"
-// input, read as UTC; empty clears it) under the form's version.
+// input, read in the user's own time zone; empty clears it) under the
+// form's version.
 func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(w, r); err != nil {
 		s.uiError(w, r, err)
@@ -677,7 +875,7 @@ func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
 	}
 	in := leads.PatchInput{NextStep: &step, DueSet: true}
 	if d := strings.TrimSpace(r.PostFormValue("due_at")); d != "" {
-		t, err := parseDue(d)
+		t, err := parseDue(d, sessionFrom(r.Context()).User.Location())
 		if err != nil {
 			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The due date was not understood; pick a date and time."})
 			return
@@ -695,10 +893,13 @@ func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseDue reads a datetime-local value (2026-03-02T15:04), a date, or
-// RFC 3339; local values are UTC.
-func parseDue(v string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339, "2006-01-02"} {
-		if t, err := time.Parse(layout, v); err == nil {
+// RFC 3339; values without an offset are in the reader's zone.
+func parseDue(v string, loc *time.Location) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
 			if layout == "2006-01-02" {
 				t = t.Add(17 * time.Hour) // a date alone: due by the end of the working day
 			}

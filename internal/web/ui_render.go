@@ -11,6 +11,7 @@ import (
 	"github.com/a-h/templ"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	"leadpipe/views/pages"
 )
@@ -23,7 +24,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := c.Render(r.Context(), buf); err != nil {
+	ctx := r.Context()
+	if sess := sessionFrom(ctx); sess != nil {
+		ctx = components.WithZone(ctx, sess.User.Location()) // every time in the reader's own zone
+	}
+	if err := c.Render(ctx, buf); err != nil {
 		if r.Context().Err() != nil {
 			return // the browser went away
 		}
@@ -59,6 +64,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active stri
 	}
 	p.User = &layouts.User{Name: sess.User.Name, Email: sess.User.Email, Role: sess.User.Role}
 	p.TenantName = sess.Tenant.Name
+	p.TimeZone = sess.User.Location().String()
 	if w != nil {
 		p.Flash, p.FlashError, p.Undo = s.takeFlash(w, r)
 	}

@@ -53,6 +53,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads/{id}/notes", s.uiLeadNote)
 			r.Post("/leads/{id}/next-step", s.uiLeadNextStep)
 			r.Post("/leads/bulk", s.uiBulk)
+			s.leadUIRoutes(r)
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)

@@ -5,12 +5,19 @@
   // ---- relative times: <time datetime="RFC3339" data-rel> ----------------
   // Mirrors components.relText on the server so the text does not jump.
   var MIN = 60e3, HOUR = 60 * MIN, DAY = 24 * HOUR;
-  var monthDay = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
-  var monthDayYear = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", year: "numeric" });
-  var exact = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  // The user's own zone (layouts put it on <html data-tz>); the server
+  // already wrote the exact time in it into each title.
+  var zone = document.documentElement.getAttribute("data-tz") || undefined;
+  function dateFormat(opts) {
+    try { return new Intl.DateTimeFormat(undefined, Object.assign({ timeZone: zone }, opts)); }
+    catch (e) { return new Intl.DateTimeFormat(undefined, opts); } // an unknown zone name
+  }
+  var monthDay = dateFormat({ month: "short", day: "numeric" });
+  var monthDayYear = dateFormat({ month: "short", day: "numeric", year: "numeric" });
+  var yearOf = dateFormat({ year: "numeric" });
 
   function relText(t, now) {
-    var d = now - t, future = d < 0, n, s;
+    var d = now - t, future = d < 0, s;
     if (future) d = -d;
     if (d < 45e3) return "just now";
     if (d < 90e3) s = "1 min";
@@ -21,7 +28,7 @@
     else if (d < 7 * DAY) s = Math.floor(d / DAY) + " days";
     else {
       var dt = new Date(t);
-      return (dt.getFullYear() === new Date(now).getFullYear() ? monthDay : monthDayYear).format(dt);
+      return (yearOf.format(dt) === yearOf.format(new Date(now)) ? monthDay : monthDayYear).format(dt);
     }
     return future ? "in " + s : s + " ago";
   }
@@ -31,14 +38,35 @@
     var els = (root || document).querySelectorAll("time[data-rel][datetime]");
     for (var i = 0; i < els.length; i++) {
       var el = els[i], t = Date.parse(el.getAttribute("datetime"));
-      if (isNaN(t)) continue;
+      if (isNaN(t) || el.classList.contains("is-exact")) continue;
       el.textContent = relText(t, now);
-      if (!el.hasAttribute("data-rel-done")) {
-        // Keep the exact UTC time from the server and add the reader's local time.
-        var utc = el.getAttribute("title");
-        el.setAttribute("title", exact.format(new Date(t)) + (utc ? " (" + utc + ")" : ""));
-        el.setAttribute("data-rel-done", "");
-      }
+    }
+  }
+
+  // A tap (or click) on a relative time shows the exact one, and back:
+  // a phone has no hover for the title.
+  document.addEventListener("click", function (ev) {
+    var el = ev.target.closest && ev.target.closest("time[data-rel][title]");
+    if (!el || el.closest("a, button, summary")) return;
+    if (el.classList.toggle("is-exact")) el.textContent = el.getAttribute("title");
+    else updateTimes(el.parentNode);
+  });
+
+  // The browser's time zone: sign-in stores it for a new user; the settings
+  // page offers it as a one-click choice.
+  function browserZone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
+  }
+  function fillZones(root) {
+    var tz = browserZone();
+    if (!tz) return;
+    var ins = (root || document).querySelectorAll("input[data-browser-tz]");
+    for (var i = 0; i < ins.length; i++) ins[i].value = tz;
+    var btns = (root || document).querySelectorAll("button[data-browser-tz-button]");
+    for (var j = 0; j < btns.length; j++) {
+      btns[j].value = tz;
+      btns[j].textContent = "Use this browser's zone (" + tz + ")";
+      btns[j].hidden = false;
     }
   }
 
@@ -210,117 +238,417 @@
     if (form.requestSubmit) form.requestSubmit(); else form.submit();
   });
 
-  // ---- inbox: select every lead on the page, count the selection -------
+  // ======== #28: inbox, bulk, keyboard, board (pointer drag) =============
+  // Everything here enhances plain forms that work without JavaScript.
+
+  function inboxForm() { return document.querySelector("form[data-bulk-form]"); }
+  function idBoxes(form) { return form ? form.querySelectorAll("input[name='ids']") : []; }
+  function fmt(n) { return Number(n).toLocaleString("en-US"); }
+
+  // ---- inbox: the bulk bar appears with the first ticked lead ----------
   function updateBulk(form) {
     if (!form) return;
-    var boxes = form.querySelectorAll("input[name='ids']"), n = 0;
+    var boxes = idBoxes(form), n = 0;
     for (var i = 0; i < boxes.length; i++) if (boxes[i].checked) n++;
+    var all = form.hasAttribute("data-all-matching");
+    var sel = form.querySelector("[data-select-matching]");
+    var matching = sel ? parseInt(sel.getAttribute("data-matching"), 10) || 0 : 0;
+    if (n === 0) { all = false; form.removeAttribute("data-all-matching"); }
     var out = form.querySelector("[data-bulk-count]");
-    if (out) out.textContent = n === 0 ? "Select leads to act on several at once" : (n === 1 ? "1 lead selected" : n + " leads selected");
-    var bar = form.querySelector(".bulk-bar");
+    if (out) out.textContent = n === 0 ? "Tick leads to act on several at once" : all ? "All " + sel.getAttribute("data-matching-text") + " matching selected" : n + " selected";
+    var bar = form.querySelector("[data-bulk-bar]");
     if (bar) bar.classList.toggle("has-selection", n > 0);
-    var all = form.querySelector("[data-check-all]");
-    if (all) { all.checked = n > 0 && n === boxes.length; all.indeterminate = n > 0 && n < boxes.length; }
+    if (sel) sel.hidden = n === 0 || all || matching <= n;
+    var clear = form.querySelector("[data-bulk-clear]");
+    if (clear) clear.hidden = n === 0;
+    var allBox = form.querySelector("[data-check-all]");
+    if (allBox) { allBox.checked = n > 0 && n === boxes.length; allBox.indeterminate = n > 0 && n < boxes.length; }
+    if (n === 0) { var menu = form.querySelector("[data-bulk-menu]"); if (menu) menu.open = false; }
   }
+
+  function setAll(form, on) {
+    var boxes = idBoxes(form);
+    for (var i = 0; i < boxes.length; i++) boxes[i].checked = on;
+    updateBulk(form);
+  }
+
   document.addEventListener("change", function (ev) {
     var t = ev.target;
     if (!t || !t.matches) return;
-    var form = t.closest("form[data-testid='bulk-form']");
+    var form = t.closest("form[data-bulk-form]");
     if (!form) return;
-    if (t.matches("[data-check-all]")) {
-      var boxes = form.querySelectorAll("input[name='ids']");
-      for (var i = 0; i < boxes.length; i++) boxes[i].checked = t.checked;
+    if (t.matches("[data-check-all]")) setAll(form, t.checked);
+    else if (t.matches("input[name='ids']")) { form.removeAttribute("data-all-matching"); updateBulk(form); }
+    else if (t.matches("select[data-bulk-auto]") && t.value) {
+      // One choice applies at once; the Set/Assign buttons are for no-JS.
+      var btn = document.getElementById(t.getAttribute("data-bulk-auto"));
+      if (btn) form.requestSubmit ? form.requestSubmit(btn) : btn.click();
     }
-    if (t.matches("[data-check-all], input[name='ids']")) updateBulk(form);
   });
 
-  // ---- board: drag a card to another column ----------------------------
-  // Dropping submits the card's own "Move to…" form with the target status
-  // (htmx swaps the page in place; without htmx it is a normal POST), so
-  // drag and drop and the keyboard take exactly the same path.
-  var dragged = null;
+  document.addEventListener("click", function (ev) {
+    var t = ev.target.closest && ev.target.closest("[data-select-matching], [data-bulk-clear]");
+    if (!t) return;
+    var form = t.closest("form[data-bulk-form]");
+    if (t.hasAttribute("data-bulk-clear")) { form.removeAttribute("data-all-matching"); setAll(form, false); return; }
+    setAll(form, true);
+    form.setAttribute("data-all-matching", "");
+    updateBulk(form);
+  });
 
-  function makeDraggable(root) {
-    var cards = (root || document).querySelectorAll(".board-card[data-lead-id]");
-    for (var i = 0; i < cards.length; i++) cards[i].setAttribute("draggable", "true");
+  // "Select all N matching": the ids of every lead the filters match, page
+  // by page (GET /leads/ids), changed in chunks of at most 500 through
+  // POST /leads/bulk.json, each chunk with its own Idempotency-Key.
+  function bulkSet(form, action) {
+    if (action === "status") {
+      var st = form.querySelector("[name='status']").value;
+      return st ? { set: { status: st }, what: "set to " + form.querySelector("[name='status'] option:checked").textContent } : null;
+    }
+    if (action === "assign") {
+      var o = form.querySelector("[name='owner']").value;
+      if (!o) return null;
+      return { set: { owner_id: o === "none" ? null : o }, what: o === "none" ? "unassigned" : "assigned to " + form.querySelector("[name='owner'] option:checked").textContent };
+    }
+    if (action === "tag") {
+      var tag = form.querySelector("[name='tag']").value.trim();
+      return tag ? { set: { add_tags: [tag] }, what: "tagged " + tag } : null;
+    }
+    return null;
   }
 
-  function columnOf(el) { return el && el.closest && el.closest(".board-col[data-status]"); }
+  async function applyToMatching(form, change) {
+    var progress = form.querySelector("[data-bulk-progress]");
+    var say = function (msg) { progress.hidden = false; progress.textContent = msg; };
+    var total = parseInt(form.querySelector("[data-select-matching]").getAttribute("data-matching"), 10) || 0;
+    var base = "bulk-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
+    var query = form.getAttribute("data-query") || "";
+    var cursor = "", done = 0, updated = 0, chunk = 0;
+    form.setAttribute("aria-busy", "true");
+    try {
+      for (;;) {
+        var res = await fetch("/leads/ids?" + query + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""), { headers: { Accept: "application/json" }, credentials: "same-origin" });
+        if (!res.ok) throw new Error("listing the leads failed (" + res.status + ")");
+        var page = await res.json();
+        if (page.ids.length > 0) {
+          var br = await fetch("/leads/bulk.json", {
+            method: "POST", credentials: "same-origin",
+            headers: { "Content-Type": "application/json", Accept: "application/json", "Idempotency-Key": base + "-" + chunk },
+            body: JSON.stringify({ ids: page.ids, set: change.set })
+          });
+          if (!br.ok) {
+            var p = {};
+            try { p = await br.json(); } catch (e) { /* not JSON */ }
+            throw new Error(p.detail || p.title || "the change was refused (" + br.status + ")");
+          }
+          var out = await br.json();
+          for (var i = 0; i < out.items.length; i++) if (out.items[i].status === "updated") updated++;
+          done += page.ids.length;
+          chunk++;
+          say("Updated " + fmt(done) + " of " + fmt(Math.max(total, done)) + "…");
+        }
+        if (!page.next_cursor) break;
+        cursor = page.next_cursor;
+      }
+      sessionStorage.setItem("leadpipe-flash", fmt(updated) + (updated === 1 ? " lead " : " leads ") + change.what + (done > updated ? " (" + fmt(done - updated) + " already so)." : "."));
+      location.reload();
+    } catch (e) {
+      say("Stopped after " + fmt(done) + ": " + e.message + ". What was done stays done; try again to finish.");
+      form.removeAttribute("aria-busy");
+    }
+  }
 
-  document.addEventListener("dragstart", function (ev) {
-    var card = ev.target.closest && ev.target.closest(".board-card[data-lead-id]");
-    if (!card) return;
-    dragged = card;
-    card.classList.add("is-dragging");
-    if (ev.dataTransfer) {
-      ev.dataTransfer.effectAllowed = "move";
-      try { ev.dataTransfer.setData("text/plain", card.getAttribute("data-lead-name") || ""); } catch (e) { /* old browsers */ }
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.matches || !form.matches("form[data-bulk-form][data-all-matching]")) return;
+    ev.preventDefault();
+    if (form.getAttribute("aria-busy") === "true") return;
+    var action = ev.submitter && ev.submitter.name === "action" ? ev.submitter.value : "";
+    var change = bulkSet(form, action);
+    if (!change) return;
+    form.querySelector("[data-bulk-menu]").open = false;
+    applyToMatching(form, change);
+  });
+
+  // A message left by a bulk change that reloaded the page.
+  function showStoredFlash() {
+    var msg = sessionStorage.getItem("leadpipe-flash");
+    if (!msg) return;
+    sessionStorage.removeItem("leadpipe-flash");
+    var area = document.querySelector("[data-testid='flash-area']");
+    if (!area) return;
+    var div = document.createElement("div");
+    div.className = "flash flash-success";
+    div.setAttribute("role", "status");
+    div.setAttribute("data-testid", "flash");
+    var span = document.createElement("span");
+    span.textContent = msg;
+    div.appendChild(span);
+    area.appendChild(div);
+  }
+
+  // The filter sheet: empty values leave the URL (the view decides them).
+  document.addEventListener("htmx:configRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (!elt || !elt.matches || !elt.matches("form[data-testid='filters']")) return;
+    var ps = ev.detail.parameters;
+    if (ps && typeof ps.forEach === "function" && ps.delete) {
+      var empty = [];
+      ps.forEach(function (v, k) { if (v === "") empty.push(k); });
+      empty.forEach(function (k) { ps.delete(k); });
+    } else if (ps) {
+      for (var k in ps) if (ps[k] === "") delete ps[k];
     }
   });
-  document.addEventListener("dragend", function () {
-    if (dragged) dragged.classList.remove("is-dragging");
-    dragged = null;
+
+  // ---- keyboard: j/k move, x select, s status, a assign to me, n next
+  // step, / search, ? the list. On the inbox and on a lead's page. --------
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("[data-lead-list] tr[data-lead-id]")); }
+  function currentRow() { return document.querySelector("[data-lead-list] tr.is-current"); }
+  function moveCurrent(step) {
+    var rs = rows();
+    if (!rs.length) return;
+    var i = rs.indexOf(currentRow());
+    var j = i < 0 ? (step > 0 ? 0 : rs.length - 1) : Math.min(rs.length - 1, Math.max(0, i + step));
+    if (i >= 0) rs[i].classList.remove("is-current");
+    rs[j].classList.add("is-current");
+    var link = rs[j].querySelector("[data-testid='lead-link']");
+    if (link) link.focus({ preventScroll: true });
+    rs[j].scrollIntoView({ block: "nearest" });
+  }
+  function ensureSelected(form) {
+    var any = false, boxes = idBoxes(form);
+    for (var i = 0; i < boxes.length; i++) if (boxes[i].checked) any = true;
+    var cur = currentRow();
+    if (!any && cur) {
+      var b = cur.querySelector("input[name='ids']");
+      b.checked = true;
+      updateBulk(form);
+      any = true;
+    }
+    return any;
+  }
+  function rememberList() {
+    var rs = rows();
+    if (!rs.length) return;
+    try {
+      sessionStorage.setItem("leadpipe-list", JSON.stringify({ url: location.pathname + location.search, ids: rs.map(function (r) { return r.getAttribute("data-lead-id"); }) }));
+    } catch (e) { /* storage full or off */ }
+  }
+  function storedList() {
+    try { return JSON.parse(sessionStorage.getItem("leadpipe-list") || "null"); } catch (e) { return null; }
+  }
+  function openShortcuts() {
+    var d = document.getElementById("shortcuts");
+    if (d && !d.open && d.showModal) d.showModal();
+  }
+
+  document.addEventListener("click", function (ev) {
+    if (ev.target.closest && ev.target.closest("[data-shortcuts-open]")) openShortcuts();
+  });
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var t = ev.target;
+    if (t && t.closest && t.closest("input, select, textarea, [contenteditable='true'], dialog[open]")) {
+      if (ev.key === "Escape" && t.id === "f-q") t.blur();
+      return;
+    }
+    var inbox = document.querySelector("[data-lead-list]");
+    var leadPage = document.querySelector("[data-testid='status-form']");
+    if (!inbox && !leadPage && ev.key !== "/") return;
+    var form = inboxForm();
+    switch (ev.key) {
+      case "j": case "k":
+        if (inbox) { moveCurrent(ev.key === "j" ? 1 : -1); break; }
+        if (leadPage) {
+          var list = storedList(), id = location.pathname.split("/").pop();
+          var i = list ? list.ids.indexOf(id) : -1;
+          var next = i < 0 ? null : list.ids[i + (ev.key === "j" ? 1 : -1)];
+          if (next) location.href = "/leads/" + next;
+        }
+        break;
+      case "x":
+        if (!inbox) return;
+        var cur = currentRow();
+        if (!cur) { moveCurrent(1); cur = currentRow(); }
+        var box = cur && cur.querySelector("input[name='ids']");
+        if (box) { box.checked = !box.checked; box.dispatchEvent(new Event("change", { bubbles: true })); }
+        break;
+      case "s":
+        if (inbox) {
+          if (!ensureSelected(form)) return;
+          form.querySelector("[data-bulk-menu]").open = true;
+          form.querySelector("#bulk-status").focus();
+        } else if (leadPage) {
+          document.getElementById("f-status").focus();
+        }
+        break;
+      case "a":
+        if (inbox) {
+          if (!ensureSelected(form)) return;
+          var owner = form.querySelector("#bulk-owner");
+          owner.value = form.getAttribute("data-me");
+          form.requestSubmit(document.getElementById("bulk-assign"));
+        } else if (leadPage) {
+          var me = document.querySelector("[data-testid='assign-me']");
+          if (me) me.click();
+        }
+        break;
+      case "n":
+        if (inbox) {
+          var row = currentRow();
+          if (row) location.href = "/leads/" + row.getAttribute("data-lead-id") + "#next-step";
+        } else if (leadPage) {
+          document.getElementById("f-next").focus();
+        }
+        break;
+      case "/":
+        var q = document.getElementById("f-q");
+        if (q) { q.focus(); q.select(); } else { var l = storedList(); location.href = (l ? l.url : "/leads") + "#search"; }
+        break;
+      case "?":
+        openShortcuts();
+        break;
+      default:
+        return;
+    }
+    ev.preventDefault();
+  });
+
+  // ---- board: drag a card by pointer (mouse, pen, touch) ---------------
+  // Pressing the grip (any pointer) or the card's body (a mouse) and moving
+  // lifts the card; the column under the pointer lights up; letting go
+  // over another column submits the card's own status form, the path the
+  // keyboard and browsers without JavaScript take too.
+  var drag = null;
+
+  function columnAt(x, y) {
+    var el = document.elementFromPoint(x, y);
+    return el && el.closest ? el.closest(".board-col[data-status]") : null;
+  }
+  function clearTargets() {
     var t = document.querySelectorAll(".board-col.is-drop-target");
     for (var i = 0; i < t.length; i++) t[i].classList.remove("is-drop-target");
+  }
+  function endDrag() {
+    if (!drag) return;
+    if (drag.ghost) drag.ghost.remove();
+    drag.card.classList.remove("is-dragging");
+    document.body.classList.remove("is-dragging-card");
+    clearTargets();
+    if (drag.timer) clearInterval(drag.timer);
+    drag = null;
+  }
+
+  document.addEventListener("pointerdown", function (ev) {
+    if (ev.button !== 0 || drag) return;
+    var card = ev.target.closest && ev.target.closest(".board-card[data-lead-id]");
+    if (!card) return;
+    var onGrip = !!ev.target.closest("[data-grip]");
+    if (!onGrip && (ev.pointerType !== "mouse" || ev.target.closest("a, select, button, input, label, summary, time"))) return;
+    drag = { card: card, pointer: ev.pointerId, x0: ev.clientX, y0: ev.clientY, started: false };
+    if (onGrip) ev.preventDefault();
   });
-  document.addEventListener("dragover", function (ev) {
-    var col = dragged && columnOf(ev.target);
-    if (!col) return;
+
+  document.addEventListener("pointermove", function (ev) {
+    if (!drag || ev.pointerId !== drag.pointer) return;
+    var card = drag.card;
+    if (!drag.started) {
+      if (Math.abs(ev.clientX - drag.x0) + Math.abs(ev.clientY - drag.y0) < 6) return;
+      var r = card.getBoundingClientRect();
+      var ghost = card.cloneNode(true);
+      ghost.removeAttribute("data-testid");
+      var withIds = ghost.querySelectorAll("[id]");
+      for (var i = 0; i < withIds.length; i++) withIds[i].removeAttribute("id");
+      ghost.classList.add("board-ghost");
+      ghost.style.width = r.width + "px";
+      document.body.appendChild(ghost);
+      drag.ghost = ghost;
+      drag.dx = drag.x0 - r.left;
+      drag.dy = drag.y0 - r.top;
+      drag.started = true;
+      card.classList.add("is-dragging");
+      document.body.classList.add("is-dragging-card");
+      // Near the board's edge, scroll it sideways (phones: one column shows).
+      drag.timer = setInterval(function () {
+        var b = document.querySelector("[data-board]");
+        if (!b || !drag) return;
+        var br = b.getBoundingClientRect(), edge = 40;
+        if (drag.x > br.right - edge) b.scrollLeft += 14;
+        else if (drag.x < br.left + edge) b.scrollLeft -= 14;
+      }, 30);
+    }
     ev.preventDefault();
-    if (ev.dataTransfer) ev.dataTransfer.dropEffect = columnOf(dragged) === col ? "none" : "move";
-    var t = document.querySelectorAll(".board-col.is-drop-target");
-    for (var i = 0; i < t.length; i++) if (t[i] !== col) t[i].classList.remove("is-drop-target");
-    if (columnOf(dragged) !== col) col.classList.add("is-drop-target");
+    drag.x = ev.clientX;
+    drag.ghost.style.left = (ev.clientX - drag.dx) + "px";
+    drag.ghost.style.top = (ev.clientY - drag.dy) + "px";
+    var col = columnAt(ev.clientX, ev.clientY), home = card.closest(".board-col");
+    clearTargets();
+    if (col && col !== home) col.classList.add("is-drop-target");
   });
-  document.addEventListener("drop", function (ev) {
-    var col = dragged && columnOf(ev.target);
-    if (!col) return;
-    ev.preventDefault();
-    col.classList.remove("is-drop-target");
-    var card = dragged, status = col.getAttribute("data-status");
+
+  document.addEventListener("pointerup", function (ev) {
+    if (!drag || ev.pointerId !== drag.pointer) return;
+    var d = drag;
+    if (!d.started) { drag = null; return; }
+    var col = columnAt(ev.clientX, ev.clientY), home = d.card.closest(".board-col");
+    endDrag();
+    // The click that follows a drag must not open the lead.
+    var swallow = function (e) { e.preventDefault(); e.stopPropagation(); };
+    document.addEventListener("click", swallow, { capture: true, once: true });
+    setTimeout(function () { document.removeEventListener("click", swallow, { capture: true }); }, 0);
+    if (col && col !== home) moveCard(d.card, col);
+  });
+  document.addEventListener("pointercancel", endDrag);
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") endDrag(); });
+
+  function moveCard(card, col) {
     var form = card.querySelector("form[data-move-form]");
-    var btn = form && form.querySelector("button[name='status'][value='" + status + "']");
-    if (!btn) return; // dropped on its own column
+    var sel = form && form.querySelector("select[name='status']");
+    var status = col.getAttribute("data-status");
+    if (!sel || sel.value === status) return;
+    sel.value = status;
     var list = col.querySelector(".board-cards");
     if (list) list.insertBefore(card, list.firstChild); // show the move at once
     card.classList.add("is-moving");
-    btn.click(); // htmx reads the status from the clicked button
-  });
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  }
 
   // After htmx swapped the page for a move, put the keyboard on Undo.
-  document.addEventListener("htmx:afterSettle", function (ev) {
+  document.addEventListener("htmx:afterSettle", function () {
     var undo = document.querySelector("#main [data-testid='undo']");
     if (undo) undo.focus();
   });
 
-  // Phones: the inbox filters start folded behind "Filters (n)".
-  // Wider again (a rotated phone), they open: there is no button there.
-  var phone = window.matchMedia ? window.matchMedia("(max-width: 640px)") : null;
-  function setFilters(root, open) {
-    var ds = (root || document).querySelectorAll("details[data-fold-filters]");
-    for (var i = 0; i < ds.length; i++) ds[i].open = open;
-  }
-  function foldFilters(root) {
-    if (phone && phone.matches) setFilters(root, false);
-  }
-  if (phone && phone.addEventListener) {
-    phone.addEventListener("change", function (e) { setFilters(document, !e.matches); });
+  function enhanceLeads(root) {
+    var shortcut = (root || document).querySelectorAll("[data-shortcuts-open]");
+    for (var i = 0; i < shortcut.length; i++) shortcut[i].hidden = false;
+    var titles = (root || document).querySelectorAll(".board-card a");
+    for (var j = 0; j < titles.length; j++) titles[j].setAttribute("draggable", "false");
+    updateBulk(inboxForm());
+    rememberList();
   }
 
+  function leadsReady() {
+    showStoredFlash();
+    if (location.hash === "#search") { var q = document.getElementById("f-q"); if (q) q.focus(); }
+    if (location.hash === "#next-step") { var n = document.getElementById("f-next"); if (n) n.focus(); }
+  }
   function enhance(root) {
     updateTimes(root);
     revealCopyButtons(root);
-    makeDraggable(root);
+    fillZones(root);
+    enhanceLeads(root);
   }
 
   // htmx fires htmx:load for every piece of swapped-in content.
   document.addEventListener("htmx:load", function (ev) { enhance(ev.target); });
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { enhance(document); revealActiveNav(); foldFilters(document); });
+    document.addEventListener("DOMContentLoaded", function () { enhance(document); revealActiveNav(); leadsReady(); });
   } else {
     enhance(document);
     revealActiveNav();
-    foldFilters(document);
+    leadsReady();
   }
   setInterval(function () { updateTimes(document); }, 30e3);
 })();

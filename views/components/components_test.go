@@ -160,7 +160,7 @@ func TestRelTimeAt(t *testing.T) {
 			if got := el.AttrOr("datetime", ""); got != ts.Format(time.RFC3339) {
 				t.Errorf("datetime = %q", got)
 			}
-			if got := el.AttrOr("title", ""); got != ts.Format("2006-01-02 15:04:05")+" UTC" {
+			if got := el.AttrOr("title", ""); got != ts.Format("2006-01-02 15:04")+" UTC" {
 				t.Errorf("title = %q", got)
 			}
 			if _, ok := el.Attr("data-rel"); !ok {
@@ -173,11 +173,27 @@ func TestRelTimeAt(t *testing.T) {
 		ts := time.Date(2026, 3, 3, 15, 0, 0, 0, loc) // 13:00 UTC
 		doc, _ := render(t, RelTimeAt(ts, now))
 		el := doc.Find("time")
-		if el.AttrOr("datetime", "") != "2026-03-03T13:00:00Z" || el.AttrOr("title", "") != "2026-03-03 13:00:00 UTC" {
+		if el.AttrOr("datetime", "") != "2026-03-03T13:00:00Z" || el.AttrOr("title", "") != "2026-03-03 13:00 UTC" {
 			t.Fatalf("got datetime=%q title=%q", el.AttrOr("datetime", ""), el.AttrOr("title", ""))
 		}
 		if el.Text() != "1 hour ago" {
 			t.Fatalf("text %q", el.Text())
+		}
+	})
+	t.Run("the reader's zone from the context", func(t *testing.T) {
+		ny, err := time.LoadLocation("America/New_York")
+		if err != nil {
+			t.Skip(err)
+		}
+		var buf bytes.Buffer
+		ts := time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC) // 09:00 in New York (EST)
+		if err := RelTimeAt(ts, now).Render(WithZone(context.Background(), ny), &buf); err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := goquery.NewDocumentFromReader(&buf)
+		el := doc.Find("time")
+		if el.AttrOr("datetime", "") != "2026-01-15T14:00:00Z" || el.AttrOr("title", "") != "2026-01-15 09:00 EST" || el.Text() != "Jan 15" {
+			t.Fatalf("got datetime=%q title=%q text=%q", el.AttrOr("datetime", ""), el.AttrOr("title", ""), el.Text())
 		}
 	})
 	t.Run("zero time", func(t *testing.T) {

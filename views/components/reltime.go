@@ -1,13 +1,36 @@
 package components
 
 import (
+	"context"
 	"strconv"
 	"time"
 )
 
+type zoneKey struct{}
+
+// WithZone makes loc the reader's time zone for everything rendered with
+// ctx: relative times, their exact hover text and dates (the web layer sets
+// the signed-in user's own zone).
+func WithZone(ctx context.Context, loc *time.Location) context.Context {
+	return context.WithValue(ctx, zoneKey{}, loc)
+}
+
+// Zone is the reader's time zone, UTC when none was set.
+func Zone(ctx context.Context) *time.Location {
+	if loc, ok := ctx.Value(zoneKey{}).(*time.Location); ok && loc != nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// ExactIn is the unambiguous time in the reader's zone: "2026-03-02 09:05 EST".
+func ExactIn(ctx context.Context, t time.Time) string {
+	return t.In(Zone(ctx)).Format("2006-01-02 15:04 MST")
+}
+
 // relText is the server-side relative time ("5 min ago", "in 2 hours",
 // "yesterday", "Mar 3"); app.js recomputes the same words in the browser.
-// Dates a week or more away are shown as dates in UTC.
+// Dates a week or more away are shown as dates in t's location.
 func relText(t, now time.Time) string {
 	d := now.Sub(t)
 	future := d < 0
@@ -34,8 +57,8 @@ func relText(t, now time.Time) string {
 	case d < 7*24*time.Hour:
 		s = strconv.Itoa(int(d/(24*time.Hour))) + " days"
 	default:
-		u := t.UTC()
-		if u.Year() == now.UTC().Year() {
+		u := t
+		if u.Year() == now.In(t.Location()).Year() {
 			return u.Format("Jan 2")
 		}
 		return u.Format("Jan 2, 2006")
@@ -44,11 +67,6 @@ func relText(t, now time.Time) string {
 		return "in " + s
 	}
 	return s + " ago"
-}
-
-// exactUTC is the unambiguous timestamp shown on hover.
-func exactUTC(t time.Time) string {
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // ExactTime is an absolute time for people: "Mar 02, 14:05 UTC".

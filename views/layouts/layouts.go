@@ -29,6 +29,7 @@ type Page struct {
 	Undo       *Undo  // optional action offered with the flash ("Undo")
 	FlashError string // error notice
 	Wide       bool   // the page uses the full window width (board)
+	TimeZone   string // the user's IANA zone: app.js formats times in it
 }
 
 // Undo is a one-click form that reverses what the flash reports.
@@ -61,6 +62,29 @@ func undoLabel(u *Undo) string {
 		return u.Label
 	}
 	return "Undo"
+}
+
+// containerClass keeps the header as wide as a wide page's content, so
+// the board's edges line up with the header's.
+func containerClass(p Page) string {
+	if p.Wide {
+		return "container container-wide"
+	}
+	return "container"
+}
+
+// activeInMore reports whether the current page is one of the "More"
+// menu's (only then is "More" marked as where the reader is).
+func activeInMore(p Page) bool {
+	if p.Active == "me" {
+		return true
+	}
+	for i, item := range NavItems(p.User) {
+		if i >= phoneTabs && item.Key == p.Active {
+			return true
+		}
+	}
+	return false
 }
 
 func mainClass(p Page) string {

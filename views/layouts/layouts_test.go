@@ -93,7 +93,7 @@ func TestMoreMenu(t *testing.T) {
 	more.Find(`a`).Each(func(_ int, s *goquery.Selection) {
 		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "more-"))
 	})
-	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints" {
+	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints,me" {
 		t.Fatalf("more menu = %s", got)
 	}
 	if id := more.Find(`[data-testid="more-identity"]`).Text(); !strings.Contains(id, "Dana Okafor") || !strings.Contains(id, "dana@acme.test") || !strings.Contains(id, "Admin") {
@@ -109,8 +109,11 @@ func TestMoreMenu(t *testing.T) {
 		t.Errorf("%d tabs fold away on phones, want 6", n)
 	}
 	sdoc, _ := render(t, App(Page{Title: "Inbox", User: staff, Active: "leads"}))
-	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 0 {
-		t.Errorf("staff More lists %d pages", n)
+	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 1 || sdoc.Find(`[data-testid="more-me"]`).Length() != 1 {
+		t.Errorf("staff More lists %d pages, want only My settings", n)
+	}
+	if doc.Find(`[data-testid="more"][data-current]`).Length() != 1 || sdoc.Find(`[data-testid="more"][data-current]`).Length() != 0 {
+		t.Error("More is marked current on a page outside it, or not on one inside it")
 	}
 	if !strings.Contains(sdoc.Find(`[data-testid="more-identity"]`).Text(), "Sam Rivera") {
 		t.Error("staff More lacks the identity")

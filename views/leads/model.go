@@ -52,10 +52,11 @@ func (l Lead) PendingText() string {
 // Overdue reports whether the follow-up's due time has passed.
 func (l Lead) Overdue(now time.Time) bool { return !l.DueAt.IsZero() && l.DueAt.Before(now) }
 
-// DueText is a due date in words: "today 14:00", "tomorrow 09:30",
-// "yesterday", "Mon 15:00" within a week, else "Jan 02" (UTC).
+// DueText is a due date in words, in t's location (the reader's zone):
+// "today 14:00", "tomorrow 09:30", "yesterday 17:00", "Mon 15:00" within a
+// week, else "Jan 02 09:00".
 func DueText(t, now time.Time) string {
-	t, now = t.UTC(), now.UTC()
+	now = now.In(t.Location())
 	day := func(x time.Time) time.Time { y, m, d := x.Date(); return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	days := int(day(t).Sub(day(now)).Hours() / 24)
 	switch {
@@ -68,9 +69,9 @@ func DueText(t, now time.Time) string {
 	case days > 1 && days < 7:
 		return t.Format("Mon 15:04")
 	case t.Year() == now.Year():
-		return t.Format("Jan 02")
+		return t.Format("Jan 02 15:04")
 	}
-	return t.Format("Jan 02, 2006")
+	return t.Format("Jan 02, 2006 15:04")
 }
 
 // Initials gives avatar letters for a person's name: "Sam Rivera" → "SR".
@@ -123,32 +124,81 @@ const (
 	ViewAll        = "all"
 )
 
-// ViewTabs are the quick views in order.
-var ViewTabs = []struct{ Key, Label string }{
-	{ViewMine, "My open leads"}, {ViewDue, "My follow-ups due"}, {ViewUnassigned, "Unassigned new"}, {ViewAll, "All"},
+// Values of the filter sheet beyond a status, a user or a source id.
+const (
+	FilterAny  = "any"     // status, owner, source, due: no condition
+	StatusOpen = "open"    // every status still worked (not won or lost)
+	OwnerMe    = "me"      // the signed-in user
+	DueOverdue = "overdue" // due before now
+	DueToday   = "today"   // due by the end of the reader's day
+	DueWeek    = "week"    // due within seven days
+)
+
+// View is one quick view of the inbox: a name and the filter values it
+// starts from. Values in the URL win over a view's, so a view is only
+// defaults of the one filter sheet; adding a view is adding an entry here.
+type View struct {
+	Key, Label string
+	Defaults   Filters
+	ByDue      bool // a to-do list: the most overdue first
 }
 
-// Filters are the inbox's query parameters.
+// Views are the inbox's quick views in order.
+var Views = []View{
+	{Key: ViewMine, Label: "My open leads", Defaults: Filters{Status: StatusOpen, Owner: OwnerMe}},
+	{Key: ViewDue, Label: "My follow-ups due", Defaults: Filters{Status: StatusOpen, Owner: OwnerMe, Due: DueToday}, ByDue: true},
+	{Key: ViewUnassigned, Label: "Unassigned new", Defaults: Filters{Status: "new", Owner: "none"}},
+	{Key: ViewAll, Label: "All"},
+}
+
+// ViewFor finds a view by key (ok false for an unknown one).
+func ViewFor(key string) (View, bool) {
+	for _, v := range Views {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	return View{}, false
+}
+
+// Filters are the inbox's query parameters: the view and the filter sheet
+// (status, owner, source, due) plus the search. "" means "the view's".
 type Filters struct {
-	View                     string
-	Status, Source, Owner, Q string
+	View                          string
+	Status, Source, Owner, Due, Q string
 }
 
-// Active reports whether any filter narrows the list.
-func (f Filters) Active() bool { return f.Status != "" || f.Source != "" || f.Owner != "" || f.Q != "" }
+// Active reports whether any filter in the URL narrows the list.
+func (f Filters) Active() bool {
+	return f.Status != "" || f.Source != "" || f.Owner != "" || f.Due != "" || f.Q != ""
+}
 
-// ToggleText labels the phone's filter button: "Filters" or "Filters (2)".
-func (f Filters) ToggleText() string {
-	n := 0
-	for _, v := range []string{f.Status, f.Source, f.Owner} {
-		if v != "" {
+// Effective is what the sheet shows: each value from the URL, else the
+// view's, else FilterAny.
+func (f Filters) Effective() Filters {
+	v, _ := ViewFor(f.View)
+	pick := func(url, def string) string {
+		switch {
+		case url != "":
+			return url
+		case def != "":
+			return def
+		}
+		return FilterAny
+	}
+	return Filters{View: f.View, Q: f.Q, Status: pick(f.Status, v.Defaults.Status), Source: pick(f.Source, v.Defaults.Source),
+		Owner: pick(f.Owner, v.Defaults.Owner), Due: pick(f.Due, v.Defaults.Due)}
+}
+
+// NarrowCount is how many sheet values narrow the list (the button's badge).
+func (f Filters) NarrowCount() int {
+	e, n := f.Effective(), 0
+	for _, v := range []string{e.Status, e.Source, e.Owner, e.Due} {
+		if v != FilterAny {
 			n++
 		}
 	}
-	if n == 0 {
-		return "Filters"
-	}
-	return "Filters (" + strconv.Itoa(n) + ")"
+	return n
 }
 
 // Query renders the filters as a query string (without "?"), with status
@@ -167,6 +217,9 @@ func (f Filters) Query(status string) string {
 	if f.Owner != "" {
 		v.Set("owner", f.Owner)
 	}
+	if f.Due != "" {
+		v.Set("due", f.Due)
+	}
 	if f.Q != "" {
 		v.Set("q", f.Q)
 	}
@@ -179,6 +232,12 @@ func (f Filters) Href(status string) string {
 		return "/leads?" + q
 	}
 	return "/leads"
+}
+
+// DueOptions are the sheet's due-date choices.
+func DueOptions() []components.Option {
+	return []components.Option{{Value: FilterAny, Label: "Any time"}, {Value: DueOverdue, Label: "Overdue"},
+		{Value: DueToday, Label: "Due today or earlier"}, {Value: DueWeek, Label: "Due within 7 days"}}
 }
 
 // StatusCount is one status tab of the inbox.
@@ -229,6 +288,10 @@ type InboxView struct {
 	Assignees []components.Option // bulk "Assign to…" choices
 	BulkKey   string              // per-render key of the bulk form
 	Back      string              // this page's URL, where the bulk form returns
+	Views     []View
+	// Matching is how many leads the filters match (all pages), for
+	// "Select all N matching".
+	Matching StatusCount
 }
 
 // ViewHref is /leads in another quick view (the search is kept).
@@ -239,9 +302,10 @@ func (f Filters) ViewHref(view string) string {
 
 // Column is one status column of the board.
 type Column struct {
-	Status string
-	Count  StatusCount
-	Leads  []Lead
+	Status     string
+	Count      StatusCount
+	Leads      []Lead
+	NextCursor string // "" when every card is shown
 }
 
 // BoardView is GET /leads/board.
@@ -272,6 +336,10 @@ type Event struct {
 	// stands for, newest first (nil for a single entry).
 	Items []Event
 }
+
+// EventArrived is the timeline's first entry for a sender's lead whose
+// delivery is not on record: it arrived from its source at CreatedAt.
+const EventArrived = "arrived"
 
 // Human reports whether a person made the entry (a change, a note, a lead
 // typed in); the timeline sets these apart from what senders did.
@@ -362,8 +430,59 @@ type NewLeadForm struct {
 	Errors                      map[string]string
 }
 
-func statusOptionsWithAll() []components.Option {
-	return append([]components.Option{{Value: "", Label: "Any status"}}, components.StatusOptions()...)
+// Choice is one option of the filter sheet's status list, with its count.
+type Choice struct {
+	Value, Label string
+	Count        StatusCount
+	Counted      bool
+}
+
+// openStatuses are the statuses a salesperson still works (StatusOpen).
+var openStatuses = map[string]bool{"new": true, "contacted": true, "qualified": true, "unqualified": true}
+
+// StatusChoices are Any, Open, then every status, each with the count of
+// leads the other filters match.
+func (v InboxView) StatusChoices() []Choice {
+	out := []Choice{{Value: FilterAny, Label: "Any status"}, {Value: StatusOpen, Label: "Open (not won or lost)"}}
+	byStatus := map[string]StatusCount{}
+	var open StatusCount
+	for i, c := range v.Counts {
+		if i == 0 {
+			out[0].Count, out[0].Counted = c, true
+			continue
+		}
+		byStatus[c.Status] = c
+		if openStatuses[c.Status] {
+			open.N += c.N
+			open.Capped = open.Capped || c.Capped
+		}
+	}
+	if len(v.Counts) > 0 {
+		out[1].Count, out[1].Counted = open, true
+	}
+	for _, o := range components.StatusOptions() {
+		c, ok := byStatus[o.Value]
+		out = append(out, Choice{Value: o.Value, Label: o.Label, Count: c, Counted: ok})
+	}
+	return out
+}
+
+// Text is "New · 12" (or just "New" when not counted).
+func (c Choice) Text() string {
+	if !c.Counted {
+		return c.Label
+	}
+	return c.Label + " · " + c.Count.CountText()
+}
+
+// MatchingFor is how many leads a status choice matches, from the counts.
+func (v InboxView) MatchingFor(status string) StatusCount {
+	for _, c := range v.StatusChoices() {
+		if c.Value == status {
+			return c.Count
+		}
+	}
+	return StatusCount{}
 }
 
 func ownerLabel(l Lead) string {
@@ -413,10 +532,10 @@ func humanKind(k string) string {
 	return string(b)
 }
 
-// dueInput is the due date as a datetime-local value (UTC).
-func dueInput(l Lead) string {
+// dueInput is the due date as a datetime-local value in the reader's zone.
+func dueInput(l Lead, loc *time.Location) string {
 	if l.DueAt.IsZero() {
 		return ""
 	}
-	return l.DueAt.UTC().Format("2006-01-02T15:04")
+	return l.DueAt.In(loc).Format("2006-01-02T15:04")
 }

@@ -246,8 +246,8 @@ func TestBrowserAcceptance(t *testing.T) {
 	grace := leadID("contact-p5")
 	admin.open("/leads/board")
 	card := `[data-testid="column-new"] [data-lead-id="` + grace + `"]`
-	admin.do(chromedp.Click(chromedp.CSS(card+` summary`), chromedp.NodeVisible))
-	admin.do(chromedp.Click(chromedp.CSS(card+` [data-testid="move-contacted"]`), chromedp.NodeVisible))
+	admin.do(chromedp.SetValue(chromedp.CSS(card+` [data-testid="move-select"]`), "contacted", chromedp.NodeVisible))
+	admin.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + card + ` [data-testid="move-select"]').dispatchEvent(new Event("change",{bubbles:true}))`))
 	admin.waitText(`[data-testid="flash"]`, "to Contacted") // htmx swaps the board in place
 	if !strings.HasSuffix(admin.location(), "/leads/board") || admin.count(`[data-testid="column-contacted"] [data-lead-id="`+grace+`"]`) != 1 {
 		t.Fatalf("card not moved (at %s)", admin.location())

@@ -83,32 +83,10 @@ func (tb *tab) waitText(sel, want string) {
 	}
 }
 
-// dragCard drags a board card onto a column with the browser's own
-// DragEvents (what a mouse drag fires; headless Chromium does not turn
-// synthetic mouse moves into HTML5 drags).
-func (tb *tab) dragCard(leadID, status string) {
-	tb.t.Helper()
-	js := fmt.Sprintf(`(function(){
-		var card = document.querySelector('.board-card[data-lead-id=%q]');
-		var col = document.querySelector('.board-col[data-status=%q] .board-cards');
-		if (!card || !col) return "missing";
-		if (card.getAttribute("draggable") !== "true") return "not draggable";
-		var dt = new DataTransfer();
-		card.dispatchEvent(new DragEvent("dragstart", {bubbles: true, dataTransfer: dt}));
-		col.dispatchEvent(new DragEvent("dragover", {bubbles: true, cancelable: true, dataTransfer: dt}));
-		col.dispatchEvent(new DragEvent("drop", {bubbles: true, cancelable: true, dataTransfer: dt}));
-		card.dispatchEvent(new DragEvent("dragend", {bubbles: true, dataTransfer: dt}));
-		return "ok";
-	})()`, leadID, status)
-	if got := run(tb, chromedp.Evaluate[string](js)); got != "ok" {
-		tb.t.Fatalf("%s: drag: %s", tb.name, got)
-	}
-}
-
 // TestBrowserBoardMoves: a card dragged to another column changes the
 // lead's status in place (htmx, no reload), the confirmation names the
-// lead and Undo moves it back; the keyboard's "Move to…" does the same
-// without a mouse.
+// lead and Undo moves it back; the card's status select does the same
+// from the keyboard.
 func TestBrowserBoardMoves(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
@@ -126,7 +104,7 @@ func TestBrowserBoardMoves(t *testing.T) {
 	t.Log("drag Dana to Contacted")
 	dana := d.leads["Dana Scully"]
 	sam.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
-	sam.dragCard(dana, "contacted")
+	sam.pointerDrag(`[data-lead-id="`+dana+`"] [data-grip]`, `[data-testid="column-contacted"]`)
 	sam.waitText(`[data-testid="flash"]`, "Moved Dana Scully to Contacted")
 	if got := d.status(dana); got != "contacted" {
 		t.Fatalf("after the drop the lead is %q", got)
@@ -152,13 +130,10 @@ func TestBrowserBoardMoves(t *testing.T) {
 		t.Error("an undo offers another undo")
 	}
 
-	t.Log("keyboard: Move to… → Qualified")
+	t.Log("keyboard: the card's status select → Qualified")
 	fox := d.leads["Fox Mulder"]
-	card := `[data-lead-id="` + fox + `"] `
-	sam.do(chromedp.Focus(chromedp.CSS(card + `[data-testid="move"] summary`)))
-	sam.do(chromedp.KeyEvent("\r"))
-	sam.do(chromedp.Focus(chromedp.CSS(card + `[data-testid="move-qualified"]`)))
-	sam.do(chromedp.KeyEvent("\r"))
+	sam.do(chromedp.Focus(chromedp.CSS(`[data-lead-id="` + fox + `"] [data-testid="move-select"]`)))
+	sam.do(chromedp.KeyEvent("q")) // type-ahead picks Qualified; the choice applies at once
 	sam.waitText(`[data-testid="flash"]`, "Moved Fox Mulder to Qualified")
 	if got := d.status(fox); got != "qualified" {
 		t.Fatalf("after the keyboard move the lead is %q", got)
@@ -460,12 +435,12 @@ func TestBrowserSalesDay(t *testing.T) {
 	for _, n := range []string{"Dana Scully", "Fox Mulder", "Walter Skinner"} {
 		sam.do(chromedp.Click(chromedp.CSS(`[data-lead-id="`+d.leads[n]+`"] [data-testid="select-lead"]`), chromedp.NodeVisible))
 	}
-	if got := sam.text(`[data-testid="bulk-count"]`); got != "3 leads selected" {
+	if got := sam.text(`[data-testid="bulk-count"]`); got != "3 selected" {
 		t.Errorf("selection says %q", got)
 	}
-	sam.do(chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-owner"]`), d.staff.ID))
+	sam.do(chromedp.Click(chromedp.CSS(`[data-testid="bulk-menu"] summary`), chromedp.NodeVisible))
 	sam.screenshot("inbox-bulk-selected")
-	sam.submit(`[data-testid="bulk-assign"]`)
+	sam.choose(`[data-testid="bulk-owner"]`, d.staff.ID) // applies at once
 	if got := sam.text(`[data-testid="flash"]`); !strings.Contains(got, "3 leads assigned to Sam Rivera") {
 		t.Fatalf("flash after bulk assign: %q", got)
 	}
