@@ -231,11 +231,44 @@
   // ---- lead page: status and owner save on change ----------------------
   // (Their Save buttons are for browsers without JavaScript.)
   document.documentElement.classList.add("js");
+  // A choice made with the keyboard (arrows, type-ahead) waits for Enter
+  // or for leaving the list: arrowing through the statuses must not save
+  // each one on the way.
+  function autoSelect(sel) {
+    return sel && sel.tagName === "SELECT" && (sel.hasAttribute("data-bulk-auto") || !!sel.closest("form[data-autosave]"));
+  }
+  function commitSelect(sel) {
+    sel.removeAttribute("data-key-picked");
+    if (sel.hasAttribute("data-bulk-auto")) {
+      var btn = document.getElementById(sel.getAttribute("data-bulk-auto"));
+      if (sel.value && btn) sel.form.requestSubmit ? sel.form.requestSubmit(btn) : btn.click();
+      return;
+    }
+    var form = sel.closest("form[data-autosave]");
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  }
+  document.addEventListener("keydown", function (ev) {
+    var sel = ev.target;
+    if (!autoSelect(sel) || ev.ctrlKey || ev.metaKey) return;
+    if (ev.key === "Enter") {
+      ev.preventDefault();
+      if (sel.hasAttribute("data-key-picked")) commitSelect(sel);
+    } else if (ev.key !== "Tab" && ev.key !== "Escape" && ev.key !== "Shift") {
+      sel.setAttribute("data-key-picked", "");
+    }
+  }, true);
+  document.addEventListener("focusout", function (ev) {
+    var sel = ev.target;
+    if (autoSelect(sel) && sel.hasAttribute("data-key-picked") && sel.getAttribute("data-picked-changed") === "1") {
+      sel.removeAttribute("data-picked-changed");
+      commitSelect(sel);
+    }
+  });
   document.addEventListener("change", function (ev) {
     var sel = ev.target;
-    var form = sel && sel.closest && sel.tagName === "SELECT" && sel.closest("form[data-autosave]");
-    if (!form) return;
-    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+    if (!autoSelect(sel)) return;
+    if (sel.hasAttribute("data-key-picked")) { sel.setAttribute("data-picked-changed", "1"); return; }
+    commitSelect(sel);
   });
 
   // ======== #28: inbox, bulk, keyboard, board (pointer drag) =============
@@ -279,11 +312,6 @@
     if (!form) return;
     if (t.matches("[data-check-all]")) setAll(form, t.checked);
     else if (t.matches("input[name='ids']")) { form.removeAttribute("data-all-matching"); updateBulk(form); }
-    else if (t.matches("select[data-bulk-auto]") && t.value) {
-      // One choice applies at once; the Set/Assign buttons are for no-JS.
-      var btn = document.getElementById(t.getAttribute("data-bulk-auto"));
-      if (btn) form.requestSubmit ? form.requestSubmit(btn) : btn.click();
-    }
   });
 
   document.addEventListener("click", function (ev) {

@@ -250,7 +250,7 @@ func TestBrowserTimeZone(t *testing.T) {
 		t.Errorf("the timeline says %q", strings.Join(strings.Fields(got), " "))
 	}
 	sam.screenshot("lead-due-new-york")
-	for _, path := range []string{"/leads", "/leads/board"} {
+	for _, path := range []string{"/leads?view=all", "/leads/board"} {
 		sam.open(path)
 		if got := sam.text(`[data-lead-id="` + dana + `"] [data-testid="due"]`); !strings.Contains(got, "09:00") {
 			t.Errorf("%s shows the due date as %q", path, got)
@@ -305,13 +305,16 @@ func TestBrowserKeyboard(t *testing.T) {
 	if got := run(admin, chromedp.Evaluate[string](`document.activeElement.id`)); got != "bulk-status" {
 		t.Fatalf("after s the focus is on %q", got)
 	}
-	admin.screenshot("inbox-keyboard")
+	// Arrows walk the statuses without applying each; Enter applies.
+	admin.key(kb.ArrowDown) // New
+	admin.key(kb.ArrowDown) // Contacted
+	if got := d.status(fox); got != "new" {
+		t.Fatalf("arrowing through the statuses already set %q", got)
+	}
 	func() {
 		cctx, cancel := context.WithTimeout(admin.ctx, stepTimeout)
 		defer cancel()
-		// Typing a letter on the focused status list picks the first status
-		// that starts with it, and the choice applies at once.
-		if _, err := chromedp.Run(cctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.KeyEvent("c"))); err != nil {
+		if _, err := chromedp.Run(cctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.KeyEvent(kb.Enter))); err != nil {
 			t.Fatalf("choose a status with the keyboard: %v", err)
 		}
 	}()
@@ -321,6 +324,7 @@ func TestBrowserKeyboard(t *testing.T) {
 	if got := admin.text(`[data-testid="flash"]`); !strings.Contains(got, "1 lead set to Contacted") {
 		t.Errorf("flash %q", got)
 	}
+	admin.screenshot("inbox-keyboard")
 	admin.key("?")
 	if !run(admin, chromedp.Evaluate[bool](`document.getElementById("shortcuts").open`)) {
 		t.Fatal("? does not list the shortcuts")
@@ -360,10 +364,11 @@ func TestBrowserBoardDrag(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
-	names := []string{"Dana Scully", "Fox Mulder", "Walter Skinner"}
+	var names []string // the three people last: the newest, on the first page
 	for i := range 22 {
 		names = append(names, fmt.Sprintf("Agent %02d", i))
 	}
+	names = append(names, "Dana Scully", "Fox Mulder", "Walter Skinner")
 	d := newSalesDay(t, "ui_board_drag", names...)
 	browser := startBrowser(t)
 	sam := newTab(t, browser, d.e.URL, "sam")
@@ -448,7 +453,7 @@ func TestBrowserBoardDrag(t *testing.T) {
 	}
 	grip = `[data-lead-id="` + walter + `"] [data-grip]`
 	sam.do(chromedp.ScrollIntoView(chromedp.CSS(grip)))
-	sam.pointerDrag(grip, `[data-testid="column-won"]`)
+	sam.pointerDrag(grip, `[data-testid="column-unqualified"]`)
 	sam.waitText(`[data-testid="flash-error"]`, "Not moved")
 	if msg := sam.text(`[data-testid="flash-error"]`); !strings.Contains(msg, "changed Walter Skinner") || !strings.Contains(msg, "now Qualified") || !strings.Contains(msg, "not saved") {
 		t.Errorf("conflict message %q", msg)
@@ -463,7 +468,7 @@ func TestBrowserBoardDrag(t *testing.T) {
 
 	t.Log("without a mouse: the card's status select")
 	sam.open("/leads/board")
-	sam.choose(`[data-lead-id="`+fox+`"] [data-testid="move-select"]`, "unqualified")
+	sam.do(chromedp.Evaluate[chromedp.Void](`(function(){var s=document.querySelector('[data-lead-id="` + fox + `"] [data-testid="move-select"]'); s.value="unqualified"; s.dispatchEvent(new Event("change",{bubbles:true}));})()`))
 	sam.waitText(`[data-testid="flash"]`, "Moved Fox Mulder to Unqualified")
 	if got := d.status(fox); got != "unqualified" {
 		t.Fatalf("after the select Fox is %q", got)

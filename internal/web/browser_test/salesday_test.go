@@ -133,7 +133,11 @@ func TestBrowserBoardMoves(t *testing.T) {
 	t.Log("keyboard: the card's status select → Qualified")
 	fox := d.leads["Fox Mulder"]
 	sam.do(chromedp.Focus(chromedp.CSS(`[data-lead-id="` + fox + `"] [data-testid="move-select"]`)))
-	sam.do(chromedp.KeyEvent("q")) // type-ahead picks Qualified; the choice applies at once
+	sam.do(chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown)) // New → Contacted → Qualified, not yet saved
+	if got := d.status(fox); got != "new" {
+		t.Fatalf("arrowing through the statuses moved the card to %q", got)
+	}
+	sam.do(chromedp.KeyEvent(kb.Enter))
 	sam.waitText(`[data-testid="flash"]`, "Moved Fox Mulder to Qualified")
 	if got := d.status(fox); got != "qualified" {
 		t.Fatalf("after the keyboard move the lead is %q", got)
@@ -234,6 +238,7 @@ func TestBrowserEveryPage(t *testing.T) {
 		{"users", "/settings/users"},
 		{"tokens", "/settings/tokens"},
 		{"endpoints", "/settings/endpoints"},
+		{"settings-me", "/settings/me"},
 		{"not-found", "/no/such/page"},
 	}
 	for _, p := range pages {
