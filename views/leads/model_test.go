@@ -108,3 +108,30 @@ func TestPendingMetaLead(t *testing.T) {
 		t.Error("a lead not waiting for details")
 	}
 }
+
+// A view is only the defaults of the filter sheet: the URL's values win,
+// the rest come from the view, else "any".
+func TestFiltersEffective(t *testing.T) {
+	f := Filters{View: ViewMine, Status: "won"}
+	e := f.Effective()
+	if e.Status != "won" || e.Owner != OwnerMe || e.Source != FilterAny || e.Due != FilterAny || f.NarrowCount() != 2 {
+		t.Fatalf("mine + status=won: %+v (%d narrowing)", e, f.NarrowCount())
+	}
+	if e := (Filters{View: ViewDue}).Effective(); e.Status != StatusOpen || e.Owner != OwnerMe || e.Due != DueToday {
+		t.Fatalf("due view: %+v", e)
+	}
+	if e := (Filters{View: ViewMine, Owner: FilterAny}).Effective(); e.Owner != FilterAny {
+		t.Fatalf("anyone in My open leads: %+v", e)
+	}
+	if got := (Filters{View: ViewAll, Due: DueOverdue}).Href(""); got != "/leads?due=overdue&view=all" {
+		t.Fatalf("Href %q", got)
+	}
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip(err)
+	}
+	now := time.Date(2027, 1, 15, 12, 0, 0, 0, time.UTC) // 07:00 in New York
+	if got := DueText(time.Date(2027, 1, 15, 14, 0, 0, 0, time.UTC).In(ny), now); got != "today 09:00" {
+		t.Fatalf("DueText in New York: %q", got)
+	}
+}
