@@ -29,17 +29,39 @@ func (s *Service) Export(ctx context.Context, tenantID string, f Filter, each fu
 	if err := audit.Record(ctx, s.DB, tenantID, audit.Entry{Action: "leads.exported", TargetType: "leads", Detail: detail}); err != nil {
 		return err
 	}
+	if f.Q != "" || f.ByDue || len(f.AnyStatus) > 0 {
+		// A search or a special order: the list's own planner, page by page.
+		for {
+			page, err := s.List(ctx, tenantID, f)
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			if err := each(page.Items); err != nil {
+				return err
+			}
+			if page.NextCursor == "" {
+				return nil
+			}
+			f.Cursor = page.NextCursor
+		}
+	}
+	// The plain filters: larger keyset pages without the payload column.
+	before := ""
 	for {
-		page, err := s.List(ctx, tenantID, f)
+		items, err := exportPage(ctx, s.DB, tenantID, f, before, exportPageSize)
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		if err := each(page.Items); err != nil {
+		if err := each(items); err != nil {
 			return err
 		}
-		if page.NextCursor == "" {
+		if len(items) < exportPageSize {
 			return nil
 		}
-		f.Cursor = page.NextCursor
+		before = items[len(items)-1].ID
 	}
 }
+
+// exportPageSize is the rows per keyset page of an export: large enough
+// that the per-query cost vanishes, small enough to keep memory flat.
+const exportPageSize = 1000
