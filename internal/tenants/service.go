@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"time"
 
@@ -87,7 +88,7 @@ func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned
 		adminName = strings.SplitN(in.AdminEmail, "@", 2)[0]
 	}
 	p.Admin = User{TenantID: p.Tenant.ID, ID: ids.New(), Email: in.AdminEmail, Name: adminName, Role: RoleAdmin, CreatedAt: now}
-	tok, plain := newToken(p.Tenant.ID, "provisioning", nil, now)
+	tok, plain := newToken(p.Tenant.ID, TokenInput{Name: "provisioning", Scopes: []string{ScopeAdmin}}, nil, now)
 	p.APIToken = plain
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if err := insertTenant(ctx, tx, p.Tenant); err != nil {
@@ -253,13 +254,14 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (Use
 
 // Token format: lp_<tenant id>_<43 chars of base64url randomness>. The
 // tenant id in the clear lets lookups stay within one tenant's keys.
-func newToken(tenantID, name string, createdBy *string, now time.Time) (Token, string) {
+func newToken(tenantID string, in TokenInput, createdBy *string, now time.Time) (Token, string) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
 	plain := "lp_" + tenantID + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	return Token{TenantID: tenantID, ID: ids.New(), Name: name, CreatedBy: createdBy, CreatedAt: now}, plain
+	return Token{TenantID: tenantID, ID: ids.New(), Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt,
+		CreatedBy: createdBy, CreatedAt: now}, plain
 }
 
 func hashToken(plain string) []byte {
@@ -267,24 +269,58 @@ func hashToken(plain string) []byte {
 	return h[:]
 }
 
-// CreateToken issues an API token; the plaintext is returned only here.
+// CreateToken issues a full-power (admin) API token; the plaintext is
+// returned only here (operator commands, the demo).
 func (s *Service) CreateToken(ctx context.Context, tenantID, name string, createdBy *string) (Token, string, error) {
-	return s.CreateTokenOnce(ctx, tenantID, name, createdBy, idempotency.Once[Token]{})
+	return s.IssueToken(ctx, tenantID, TokenInput{Name: name, Scopes: []string{ScopeAdmin}}, createdBy)
 }
 
-// CreateTokenOnce is CreateToken under a claimed idempotency key: the key
-// completes in the transaction that inserts the token.
-func (s *Service) CreateTokenOnce(ctx context.Context, tenantID, name string, createdBy *string, once idempotency.Once[Token]) (Token, string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return Token{}, "", apperr.InvalidFields(map[string]string{"name": "is required (at most 200 characters)"})
+// IssueToken issues a token with the given scopes and expiry (the tokens
+// API).
+func (s *Service) IssueToken(ctx context.Context, tenantID string, in TokenInput, createdBy *string) (Token, string, error) {
+	return s.CreateTokenOnce(ctx, tenantID, in, createdBy, idempotency.Once[Token]{})
+}
+
+// CreateTokenOnce issues a token with the given scopes and expiry, under a
+// claimed idempotency key when once has one: the key completes in the
+// transaction that inserts the token.
+func (s *Service) CreateTokenOnce(ctx context.Context, tenantID string, in TokenInput, createdBy *string, once idempotency.Once[Token]) (Token, string, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	f := map[string]string{}
+	if in.Name == "" || len(in.Name) > 200 {
+		f["name"] = "is required (at most 200 characters)"
 	}
-	t, plain := newToken(tenantID, name, createdBy, s.now())
-	t, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) { return t, insertToken(ctx, tx, t, hashToken(plain)) })
+	scopes, err := normalizeScopes(in.Scopes)
+	if err != nil {
+		f["scopes"] = fieldOf(err, "scopes")
+	}
+	in.Scopes = scopes
+	now := s.now()
+	if in.ExpiresAt != nil {
+		at := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !at.After(now) {
+			f["expires_at"] = "must be in the future"
+		}
+		in.ExpiresAt = &at
+	}
+	if len(f) > 0 {
+		return Token{}, "", apperr.InvalidFields(f)
+	}
+	t, plain := newToken(tenantID, in, createdBy, now)
+	t, err = idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) { return t, insertToken(ctx, tx, t, hashToken(plain)) })
 	if err != nil {
 		return Token{}, "", err
 	}
 	return t, plain, nil
+}
+
+// fieldOf is the message an InvalidFields error holds for field.
+func fieldOf(err error, field string) string {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e.Fields[field]
+	}
+	return "is invalid"
 }
 
 // Tokens lists a tenant's tokens (never their secrets).
@@ -319,12 +355,15 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (Principa
 	if t.RevokedAt != nil {
 		return Principal{}, bad
 	}
-	// Recording last use is best effort and at most once a minute per token.
 	now := s.now()
+	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
+		return Principal{}, apperr.New(apperr.Unauthorized, "API token expired")
+	}
+	// Recording last use is best effort and at most once a minute per token.
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
 		_ = touchToken(ctx, s.DB, tenantID, t.ID, now)
 	}
-	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin}, nil
+	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin, Scopes: t.Scopes}, nil
 }
 
 // Session lifetime.

@@ -13,7 +13,7 @@ import (
 
 const tenantCols = `id, slug, name, created_at`
 const userCols = `tenant_id, id, email, name, role, disabled_at, created_at`
-const tokenCols = `tenant_id, id, name, created_by, created_at, last_used_at, revoked_at`
+const tokenCols = `tenant_id, id, name, scopes, expires_at, created_by, created_at, last_used_at, revoked_at`
 
 func insertTenant(ctx context.Context, x db.Ext, t Tenant) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO tenants (id, slug, name, created_at) VALUES (?, ?, ?, ?)`,
@@ -112,8 +112,8 @@ func getLogin(ctx context.Context, x db.Ext, email string) (loginRow, error) {
 }
 
 func insertToken(ctx context.Context, x db.Ext, t Token, hash []byte) error {
-	_, err := x.ExecContext(ctx, `INSERT INTO api_tokens (tenant_id, id, name, token_hash, created_by, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, t.TenantID, t.ID, t.Name, hash, t.CreatedBy, t.CreatedAt)
+	_, err := x.ExecContext(ctx, `INSERT INTO api_tokens (tenant_id, id, name, scopes, expires_at, token_hash, created_by, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t.TenantID, t.ID, t.Name, t.Scopes, t.ExpiresAt, hash, t.CreatedBy, t.CreatedAt)
 	return db.MapErr(err, "", "token exists")
 }
 

@@ -195,3 +195,37 @@ func Tenant(r *http.Request) string {
 	p, _ := PrincipalFrom(r.Context())
 	return p.TenantID
 }
+
+// scopeGuard is the handler scope puts in front of a route: it lets the
+// principal through only with the route's scope. It is a type of its own
+// so RouteScope can tell which scope a route declares.
+type scopeGuard struct {
+	scope string
+	next  http.Handler
+}
+
+func (g *scopeGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || !p.Has(g.scope) {
+		WriteProblem(w, r, http.StatusForbidden, "this token lacks the scope "+g.scope+", which this route needs", nil)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// scope declares the scope a route needs (after RequireToken). routes.go
+// is the one place it is used.
+func scope(need string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return &scopeGuard{scope: need, next: next} }
+}
+
+// RouteScope returns the scope a route's middlewares (as chi.Walk lists
+// them) declare, "" when none does.
+func RouteScope(mws ...func(http.Handler) http.Handler) string {
+	for _, mw := range mws {
+		if g, ok := mw(http.NotFoundHandler()).(*scopeGuard); ok {
+			return g.scope
+		}
+	}
+	return ""
+}

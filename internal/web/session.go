@@ -127,7 +127,8 @@ func (s *Server) RequireSession(next http.Handler) http.Handler {
 			s.uiError(w, r, err)
 			return
 		}
-		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role})
+		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role,
+			Scopes: tenants.ScopesOfRole(u.Role)})
 		ctx = context.WithValue(ctx, uiCtxKey{}, &uiSession{User: u, Tenant: t})
 		// Signed-in pages are personal: never cache them anywhere.
 		w.Header().Set("Cache-Control", "no-store")

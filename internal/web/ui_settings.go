@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,7 +165,8 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 	}
 	v := settings.TokensView{Page: s.page(w, r, "API tokens", "tokens"), FormKey: newFormKey(), Now: time.Now()}
 	for _, t := range ts {
-		row := settings.Token{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
+		row := settings.Token{ID: t.ID, Name: t.Name, Scopes: t.Scopes, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+			LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
 		if t.CreatedBy != nil {
 			row.CreatedBy = names[*t.CreatedBy]
 		}
@@ -190,11 +192,18 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := sessionFrom(r.Context())
-	name := strings.TrimSpace(r.PostFormValue("name"))
+	in := tenants.TokenInput{Name: strings.TrimSpace(r.PostFormValue("name")), Scopes: r.PostForm["scopes"]}
+	expiry := r.PostFormValue("expires")
+	if days, err := strconv.Atoi(expiry); err == nil && days > 0 && days <= 3650 {
+		at := time.Now().UTC().AddDate(0, 0, days)
+		in.ExpiresAt = &at
+	} else {
+		expiry = ""
+	}
 	var secret string
 	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(k *idempotency.Key) (string, error) {
 		by := sess.User.ID
-		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, name, &by, idempotency.Once[tenants.Token]{Key: k,
+		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, in, &by, idempotency.Once[tenants.Token]{Key: k,
 			Respond: func(tenants.Token) (idempotency.Response, error) {
 				return idempotency.SeeOther("/settings/tokens"), nil
 			}})
@@ -202,10 +211,10 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		return "/settings/tokens", err
 	})
 	status := http.StatusOK
-	var formErr string
+	var fe map[string]string
 	switch {
 	case apperr.Is(err, apperr.Invalid):
-		status, formErr = http.StatusUnprocessableEntity, "Give the token a name (at most 200 characters)."
+		status, fe = http.StatusUnprocessableEntity, fieldErrors(err)
 	case err != nil:
 		s.uiError(w, r, err)
 		return
@@ -215,9 +224,18 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, verr)
 		return
 	}
-	v.FormError = formErr
+	if fe != nil {
+		v.FormName, v.FormScopes, v.FormExpiry = in.Name, in.Scopes, expiry
+		v.FormError, v.ScopesError = fe["name"], fe["scopes"]
+		if fe["name"] != "" {
+			v.FormError = "Give the token a name (at most 200 characters)."
+		}
+		if fe["scopes"] != "" {
+			v.ScopesError = "Pick at least one scope."
+		}
+	}
 	if secret != "" {
-		v.NewName, v.NewSecret = name, secret
+		v.NewName, v.NewSecret = in.Name, secret
 	} else if err == nil {
 		// A repeated submit of the same form: the token exists and its
 		// secret was shown on the first answer only.
