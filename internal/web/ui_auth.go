@@ -35,7 +35,6 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.loginClient(w, r) // the throttle's client cookie, before the first try
 	v := auth.LoginView{}
 	if next != "" && safeNext(next) == next {
 		v.Next = next
@@ -59,17 +58,18 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	if next := r.PostFormValue("next"); next != "" && safeNext(next) == next {
 		v.Next = next
 	}
-	client := s.loginClient(w, r)
-	if ok, wait := s.ui.logins.Allow(client, email); !ok {
+	ip, device := s.clientIP(r), s.ui.devices.device(r, email)
+	if ok, wait := s.ui.logins.Allow(ip, email, device); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
-		v.Limited = "Too many failed sign-ins from this browser. Try again in " + waitText(wait) + "."
+		v.Limited = "Too many failed sign-ins to this account. Try again in " + waitText(wait) +
+			", or from a browser you have signed in with before."
 		s.render(w, r, http.StatusTooManyRequests, auth.Login(v))
 		return
 	}
 	u, err := s.Tenants.Authenticate(r.Context(), email, password)
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
-			s.ui.logins.Fail(client, email)
+			s.ui.logins.Fail(ip, email, device)
 			v.Error = "Check both and try again. Passwords are case-sensitive."
 			s.render(w, r, http.StatusUnprocessableEntity, auth.Login(v))
 			return
@@ -77,7 +77,8 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	s.ui.logins.Succeed(client, email)
+	s.ui.logins.Succeed(device)
+	s.trustDevice(w, r, email)
 	cookie, err := s.Tenants.CreateSession(r.Context(), u)
 	if err != nil {
 		s.uiError(w, r, err)

@@ -6,19 +6,22 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"leadpipe/internal/atrest"
 	"leadpipe/views/assets"
 )
 
 // uiState is the web UI's per-router state.
 type uiState struct {
-	logins *LoginThrottle // failed logins per client+account, client and account
-	csrf   *http.CrossOriginProtection
+	logins  *LoginThrottle // failed logins per account, trusted device and address
+	devices deviceSigner   // the trusted-device cookies the throttle exempts
+	csrf    *http.CrossOriginProtection
 }
 
 func (s *Server) newUIState() *uiState {
 	u := &uiState{
-		logins: NewLoginThrottle(),
-		csrf:   http.NewCrossOriginProtection(),
+		logins:  NewLoginThrottle(),
+		devices: deviceSigner{key: atrest.Derive(s.Cfg.SecretKey, "leadpipe/device-cookie/v1")},
+		csrf:    http.NewCrossOriginProtection(),
 	}
 	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
 	return u
