@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,26 +151,27 @@ func (l *LoginThrottle) Succeed(device string) {
 	delete(l.device, device)
 }
 
-// deviceSigner signs and checks trusted-device cookies.
-type deviceSigner struct{ key []byte }
+// loginSigner signs what the login hands a browser to bring back: the
+// trusted-device cookie and the tenant chooser's ticket.
+type loginSigner struct{ key []byte }
 
-func (d deviceSigner) mac(account, nonce string) string {
+func (d loginSigner) mac(parts ...string) string {
 	m := hmac.New(sha256.New, d.key)
-	m.Write([]byte("device\x00" + account + "\x00" + nonce))
+	m.Write([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// issue returns a new cookie value for account.
-func (d deviceSigner) issue(account string) string {
+// issue returns a new device cookie value for account.
+func (d loginSigner) issue(account string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	nonce := hex.EncodeToString(b)
-	return base64.RawURLEncoding.EncodeToString([]byte(account)) + "." + nonce + "." + d.mac(account, nonce)
+	return base64.RawURLEncoding.EncodeToString([]byte(account)) + "." + nonce + "." + d.mac("device", account, nonce)
 }
 
 // device returns the nonce of r's device cookie when the server signed it
 // for account, "" otherwise.
-func (d deviceSigner) device(r *http.Request, account string) string {
+func (d loginSigner) device(r *http.Request, account string) string {
 	c, err := r.Cookie(DeviceCookie)
 	if err != nil || len(c.Value) > 1024 {
 		return ""
@@ -179,10 +181,36 @@ func (d deviceSigner) device(r *http.Request, account string) string {
 		return ""
 	}
 	acc, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil || string(acc) != account || !hmac.Equal([]byte(parts[2]), []byte(d.mac(account, parts[1]))) {
+	if err != nil || string(acc) != account || !hmac.Equal([]byte(parts[2]), []byte(d.mac("device", account, parts[1]))) {
 		return ""
 	}
 	return parts[1]
+}
+
+// ticketTTL is how long the tenant chooser may take.
+const ticketTTL = 5 * time.Minute
+
+// ticket proves, for ticketTTL, that account's password opened the given
+// memberships ("tenantID:userID"), so choosing a tenant needs no second
+// password.
+func (d loginSigner) ticket(account string, members []string, now time.Time) string {
+	exp := strconv.FormatInt(now.Add(ticketTTL).Unix(), 10)
+	m := strings.Join(members, ",")
+	return base64.RawURLEncoding.EncodeToString([]byte(account)) + "." + exp + "." + m + "." + d.mac("ticket", account, exp, m)
+}
+
+// openTicket returns the account and memberships of a valid ticket.
+func (d loginSigner) openTicket(t string, now time.Time) (string, []string, bool) {
+	parts := strings.Split(t, ".")
+	if len(t) > 4096 || len(parts) != 4 {
+		return "", nil, false
+	}
+	acc, err := base64.RawURLEncoding.DecodeString(parts[0])
+	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || err2 != nil || now.Unix() > exp || !hmac.Equal([]byte(parts[3]), []byte(d.mac("ticket", string(acc), parts[1], parts[2]))) {
+		return "", nil, false
+	}
+	return string(acc), strings.Split(parts[2], ","), true
 }
 
 // trustDevice marks the browser trusted for account after a successful

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/tenants"
 )
 
@@ -155,7 +156,9 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 			WriteError(w, r, s.Log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		ctx := audit.With(WithPrincipal(r.Context(), p), audit.Context{
+			Actor: audit.Actor{Kind: audit.ActorToken, ID: p.TokenID, Name: p.Name}, IP: s.clientIP(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -184,7 +187,8 @@ func (s *Server) RequireOperator(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
+		ctx := audit.With(r.Context(), audit.Context{Actor: audit.Actor{Kind: audit.ActorOperator, Name: "operator"}, IP: s.clientIP(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -157,6 +157,7 @@ func TestOpenAPISchemasMatchResponses(t *testing.T) {
 		"SourceDelivery": web.DeliveryItem{},
 		"PreviewItem":    web.PreviewItem{},
 		"Token":          tenants.Token{},
+		"User":           web.APIUser{},
 	} {
 		t.Run(schema, func(t *testing.T) {
 			var documented []string

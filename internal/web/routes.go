@@ -93,6 +93,10 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/tokens", s.apiListTokens)
 		admin.Post("/tokens", s.apiCreateToken)
 		admin.Delete("/tokens/{id}", s.apiRevokeToken)
+		admin.Get("/users", s.apiListUsers)
+		admin.Post("/users", s.apiCreateUser)
+		admin.Patch("/users/{id}", s.apiPatchUser)
+		admin.Delete("/users/{id}", s.apiDeleteUser)
 	})
 	s.uiRoutes(r)
 

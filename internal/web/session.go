@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/tenants"
 	"leadpipe/views/layouts"
 )
@@ -129,6 +130,7 @@ func (s *Server) RequireSession(next http.Handler) http.Handler {
 		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role,
 			Scopes: tenants.ScopesOfRole(u.Role)})
 		ctx = context.WithValue(ctx, uiCtxKey{}, &uiSession{User: u, Tenant: t})
+		ctx = audit.With(ctx, audit.Context{Actor: audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Name}, IP: s.clientIP(r)})
 		// Signed-in pages are personal: never cache them anywhere.
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r.WithContext(ctx))

@@ -13,14 +13,14 @@ import (
 // uiState is the web UI's per-router state.
 type uiState struct {
 	logins  *LoginThrottle // failed logins per account, trusted device and address
-	devices deviceSigner   // the trusted-device cookies the throttle exempts
+	devices loginSigner    // trusted-device cookies (the throttle exempts them) and chooser tickets
 	csrf    *http.CrossOriginProtection
 }
 
 func (s *Server) newUIState() *uiState {
 	u := &uiState{
 		logins:  NewLoginThrottle(),
-		devices: deviceSigner{key: atrest.Derive(s.Cfg.SecretKey, "leadpipe/device-cookie/v1")},
+		devices: loginSigner{key: atrest.Derive(s.Cfg.SecretKey, "leadpipe/device-cookie/v1")},
 		csrf:    http.NewCrossOriginProtection(),
 	}
 	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
@@ -42,6 +42,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 		r.Get("/", s.uiRoot)
 		r.Get("/login", s.loginPage)
 		r.Post("/login", s.loginSubmit)
+		r.Post("/login/tenant", s.loginChooseTenant)
 		r.Post("/logout", s.logout)
 
 		r.Group(func(r chi.Router) {

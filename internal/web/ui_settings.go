@@ -97,10 +97,8 @@ func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
 		seeOther(w, r, "/settings/users")
 		return
 	}
-	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
-	if err == nil {
-		err = s.Tenants.SetUserRole(r.Context(), sess.Tenant.ID, id, r.PostFormValue("role"))
-	}
+	role := r.PostFormValue("role")
+	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Role: &role})
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -133,10 +131,8 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	disable := r.PostFormValue("disabled") == "true"
-	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
-	if err == nil {
-		err = s.Tenants.SetUserDisabled(r.Context(), sess.Tenant.ID, id, disable)
-	}
+	active := !disable
+	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Active: &active})
 	if err != nil {
 		s.uiError(w, r, err)
 		return

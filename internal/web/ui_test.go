@@ -161,7 +161,12 @@ func TestUILoginLogoutAndRedirects(t *testing.T) {
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/leads?status=new" {
 		t.Fatalf("login: %d %q", p.status, p.header.Get("Location"))
 	}
-	sc := p.header.Get("Set-Cookie")
+	sc := ""
+	for _, c := range p.header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "leadpipe_session=") {
+			sc = c
+		}
+	}
 	if !strings.Contains(sc, "leadpipe_session=") || !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Lax") || strings.Contains(sc, "Secure") {
 		t.Fatalf("cookie %q", sc)
 	}
