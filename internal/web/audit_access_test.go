@@ -71,7 +71,12 @@ func TestAuditRowsForAccessActions(t *testing.T) {
 	if p := b.post("/settings/users/"+sam.ID+"/disabled", url.Values{"disabled": {"true"}}); p.status != http.StatusSeeOther {
 		t.Fatalf("disable from the page: %d", p.status)
 	}
-	e.Do("DELETE", "/api/v1/users/"+sam.ID, acme.Token, nil)
+	if p := b.post("/settings/users/"+sam.ID+"/remove", url.Values{}); p.status != http.StatusSeeOther {
+		t.Fatalf("remove from the page: %d", p.status)
+	}
+	if p := b.get("/settings/users"); strings.Contains(p.body, "sam@acme.test") {
+		t.Fatal("removed user still listed")
+	}
 
 	rows := auditRows(t, e, acme.ID)
 	var got []string
@@ -89,7 +94,7 @@ func TestAuditRowsForAccessActions(t *testing.T) {
 	want := []string{
 		"user.login_failed user", "user.logged_in user", "user.logged_out user",
 		"token.created token", "token.revoked token",
-		"user.created token", "user.changed token", "user.logged_in user", "user.changed user", "user.removed token",
+		"user.created token", "user.changed token", "user.logged_in user", "user.changed user", "user.removed user",
 	}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("audit rows:\n got  %v\n want %v", got, want)

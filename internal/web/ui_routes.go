@@ -72,6 +72,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/users", s.uiCreateUser)
 				r.Post("/settings/users/{id}/role", s.uiUserRole)
 				r.Post("/settings/users/{id}/disabled", s.uiUserDisabled)
+				r.Post("/settings/users/{id}/remove", s.uiRemoveUser)
 				r.Get("/settings/tokens", s.uiTokens)
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)

@@ -99,8 +99,7 @@ func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
 	}
 	role := r.PostFormValue("role")
 	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Role: &role})
-	if err != nil {
-		s.uiError(w, r, err)
+	if s.userChangeFailed(w, r, err) {
 		return
 	}
 	s.setFlash(w, r, u.Name+" is now "+roleWord(r.PostFormValue("role"))+".")
@@ -133,8 +132,7 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 	disable := r.PostFormValue("disabled") == "true"
 	active := !disable
 	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Active: &active})
-	if err != nil {
-		s.uiError(w, r, err)
+	if s.userChangeFailed(w, r, err) {
 		return
 	}
 	if disable {
@@ -142,6 +140,43 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.setFlash(w, r, "Enabled "+u.Name+"; they can sign in again.")
 	}
+	seeOther(w, r, "/settings/users")
+}
+
+// userChangeFailed answers a failed change from the users page: a refused
+// one (the last admin) as a notice on the page, anything else as an error.
+func (s *Server) userChangeFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case apperr.Is(err, apperr.Conflict):
+		var e *apperr.Error
+		errors.As(err, &e)
+		s.setFlashError(w, r, e.Message)
+		seeOther(w, r, "/settings/users")
+	default:
+		s.uiError(w, r, err)
+	}
+	return true
+}
+
+// uiRemoveUser removes a user from this tenant (not yourself).
+func (s *Server) uiRemoveUser(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if id == sess.User.ID {
+		s.setFlash(w, r, "You cannot remove yourself; ask another admin.")
+		seeOther(w, r, "/settings/users")
+		return
+	}
+	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
+	if err == nil {
+		err = s.Tenants.DeleteUser(r.Context(), sess.Tenant.ID, id)
+	}
+	if s.userChangeFailed(w, r, err) {
+		return
+	}
+	s.setFlash(w, r, "Removed "+u.Name+" from this workspace.")
 	seeOther(w, r, "/settings/users")
 }
 
