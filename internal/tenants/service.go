@@ -98,6 +98,12 @@ func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned
 		if err := insertUser(ctx, tx, p.Admin, hash); err != nil {
 			return err
 		}
+		if err := recordUserCreated(ctx, tx, p.Admin); err != nil {
+			return err
+		}
+		if err := recordTokenCreated(ctx, tx, tok); err != nil {
+			return err
+		}
 		return insertToken(ctx, tx, tok, hashToken(plain))
 	})
 	return p, err
@@ -203,8 +209,7 @@ func (s *Service) CreateTokenOnce(ctx context.Context, tenantID string, in Token
 	}
 	t, plain := newToken(tenantID, in, createdBy, now)
 	t, err = idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) {
-		if err := audit.Record(ctx, tx, tenantID, audit.Entry{Action: "token.created", TargetType: "token", TargetID: t.ID,
-			Detail: map[string]any{"name": t.Name, "scopes": t.Scopes, "expires_at": t.ExpiresAt}}); err != nil {
+		if err := recordTokenCreated(ctx, tx, t); err != nil {
 			return t, err
 		}
 		return t, insertToken(ctx, tx, t, hashToken(plain))
@@ -222,6 +227,12 @@ func fieldOf(err error, field string) string {
 		return e.Fields[field]
 	}
 	return "is invalid"
+}
+
+// recordTokenCreated audits a new token (never its secret).
+func recordTokenCreated(ctx context.Context, tx db.Ext, t Token) error {
+	return audit.Record(ctx, tx, t.TenantID, audit.Entry{Action: "token.created", TargetType: "token", TargetID: t.ID,
+		Detail: map[string]any{"name": t.Name, "scopes": t.Scopes, "expires_at": t.ExpiresAt}})
 }
 
 // Tokens lists a tenant's tokens (never their secrets).

@@ -76,12 +76,17 @@ func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in Create
 	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (User, error) {
 		// The audit row first: when the insert fails (a taken email), the
 		// transaction takes the row with it.
-		if err := audit.Record(ctx, tx, tenantID, audit.Entry{Action: "user.created", TargetType: "user", TargetID: u.ID,
-			Detail: map[string]any{"email": u.Email, "name": u.Name, "role": u.Role}}); err != nil {
+		if err := recordUserCreated(ctx, tx, u); err != nil {
 			return u, err
 		}
 		return u, insertUser(ctx, tx, u, hash)
 	})
+}
+
+// recordUserCreated audits a new user (never the password).
+func recordUserCreated(ctx context.Context, tx db.Ext, u User) error {
+	return audit.Record(ctx, tx, u.TenantID, audit.Entry{Action: "user.created", TargetType: "user", TargetID: u.ID,
+		Detail: map[string]any{"email": u.Email, "name": u.Name, "role": u.Role}})
 }
 
 // User returns one user of the tenant.

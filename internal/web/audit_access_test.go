@@ -79,6 +79,11 @@ func TestAuditRowsForAccessActions(t *testing.T) {
 	}
 
 	rows := auditRows(t, e, acme.ID)
+	// Provisioning (here through the service, so by the system) comes first.
+	if len(rows) < 2 || rows[0].Action != "user.created" || rows[0].TargetID != acme.Admin.ID || rows[1].Action != "token.created" {
+		t.Fatalf("provisioning rows: %+v", rows)
+	}
+	rows = rows[2:]
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Action+" "+r.ActorKind)
@@ -105,7 +110,25 @@ func TestAuditRowsForAccessActions(t *testing.T) {
 	if rows[8].ActorID != acme.Admin.ID || rows[8].Detail == nil || !strings.Contains(*rows[8].Detail, `"active": false`) && !strings.Contains(*rows[8].Detail, `"active":false`) {
 		t.Fatalf("the page's change: %+v", rows[8])
 	}
-	if n := len(auditRows(t, e, beta.ID)); n != 0 {
-		t.Fatalf("beta has %d audit rows of acme's actions", n)
+	if n := len(auditRows(t, e, beta.ID)); n != 2 {
+		t.Fatalf("beta has %d audit rows, want its 2 of provisioning", n)
+	}
+
+	// Provisioning through the operator API is the operator's, from its address.
+	res = e.Do("POST", "/api/admin/v1/tenants", "test-admin-token-0123456789", map[string]any{"slug": "gamma", "name": "Gamma",
+		"admin_email": "a@gamma.test", "admin_password": "gamma-password-1"})
+	var g struct {
+		ID       string `json:"id"`
+		APIToken string `json:"api_token"`
+	}
+	res.JSON(t, &g)
+	rows = auditRows(t, e, g.ID)
+	if len(rows) != 2 || rows[0].ActorKind != "operator" || rows[1].ActorKind != "operator" || rows[0].IP != "127.0.0.1" {
+		t.Fatalf("operator provisioning rows: %+v", rows)
+	}
+	for _, r := range rows {
+		if r.Detail != nil && (strings.Contains(*r.Detail, "gamma-password-1") || strings.Contains(*r.Detail, g.APIToken)) {
+			t.Fatal("a provisioning row holds a secret")
+		}
 	}
 }
