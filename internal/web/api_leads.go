@@ -17,20 +17,6 @@ import (
 	"leadpipe/internal/leads"
 )
 
-// leadRoutes mounts the leads API (README, Using the API). The two POSTs
-// require an Idempotency-Key; PATCH requires If-Match.
-func (s *Server) leadRoutes(r Router) {
-	r.Get("/leads", s.apiListLeads)
-	r.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
-	r.Post("/leads/bulk", s.Idem.Wrap(s.apiBulkLeads))
-	r.Get("/leads/export.csv", s.apiExportLeads)
-	r.Get("/leads/{id}", s.apiGetLead)
-	r.Patch("/leads/{id}", s.apiPatchLead)
-	r.Get("/leads/{id}/notes", s.apiListNotes)
-	r.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
-	r.Get("/leads/{id}/timeline", s.apiLeadTimeline)
-}
-
 // etag is a lead's entity tag: its version, which counts human edits only.
 func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }
 
