@@ -58,7 +58,7 @@ type Principal struct {
 	Scopes   []string // what the principal may do (Has); admin grants all
 }
 
-// SlugPattern is the tenant (and source) slug rule from PRODUCT.md §3.
+// SlugPattern is the tenant (and source) slug rule.
 var SlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
 
 var emailPattern = regexp.MustCompile(`^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$`)

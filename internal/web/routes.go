@@ -51,6 +51,7 @@ func (s *Server) Routes() http.Handler {
 		read.Get("/leads", s.apiListLeads)
 		write.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
 		write.Post("/leads/bulk", s.Idem.Wrap(s.apiBulkLeads))
+		read.Get("/leads/export.csv", s.apiExportLeads)
 		read.Get("/leads/{id}", s.apiGetLead)
 		write.Patch("/leads/{id}", s.apiPatchLead)
 		read.Get("/leads/{id}/notes", s.apiListNotes)
