@@ -112,10 +112,16 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A duplicate this process has seen recently, recognised by a delivery
 	// id in a header: it needs nothing from the body (the original was
-	// checked and stored), so it goes straight to its count.
+	// checked and stored), so it is answered from memory or goes straight
+	// to its count (ingest_fast.go).
 	var records []kinds.Record
 	if id := kinds.HeaderDeliveryID(k, r.Header); id != "" {
-		if _, ok := in.Claimer.Known(res.TenantID, src.ID, id); ok {
+		orig, done := in.answerKnownDuplicate(w, res.TenantID, src.ID, id, now)
+		if done {
+			result = "duplicate"
+			return
+		}
+		if orig != "" {
 			records = []kinds.Record{{DeliveryID: id, Raw: body}}
 		}
 	}
@@ -126,6 +132,12 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is listed, counted and can be reprocessed once the mapping is
 		// fixed (PRODUCT.md §4).
 		records, err = k.Parse(r.Header, body)
+		if err == nil && len(records) == 1 && src.Kind != kinds.Meta {
+			if _, done := in.answerKnownDuplicate(w, res.TenantID, src.ID, records[0].DeliveryID, now); done {
+				result = "duplicate"
+				return
+			}
+		}
 	}
 	if err != nil {
 		result = "dead_letter"
