@@ -531,4 +531,3 @@ func (c *Claimer) resolve(batch []*claimReq, owner map[[3]string]string) ([]clai
 }
 
 var errVanished = errors.New("webhooks: claimed delivery row not found")
-

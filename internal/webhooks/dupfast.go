@@ -238,12 +238,12 @@ func (k *knownIDs) put(tenantID, sourceID, deliveryID, id string) {
 
 // tally holds the fast-path duplicates not yet written, per original.
 type tally struct {
-	mu       sync.Mutex
-	max      int64 // bytes
-	bytes    int64
-	pending  map[tallyKey]tallied
-	failing  bool // the last flush failed: take nothing until one works
-	closed   bool
+	mu      sync.Mutex
+	max     int64 // bytes
+	bytes   int64
+	pending map[tallyKey]tallied
+	failing bool // the last flush failed: take nothing until one works
+	closed  bool
 }
 
 type tallyKey struct{ tenantID, id string }
