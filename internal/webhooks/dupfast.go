@@ -48,7 +48,7 @@ func (c *Claimer) Answer(tenantID, sourceID, deliveryID string, at time.Time) (s
 	if !ok {
 		return "", false
 	}
-	return orig, c.tally.add(tenantID, orig, at)
+	return orig, c.tally.add(tenantID, sourceID, deliveryID, orig, at)
 }
 
 // FlushDuplicates writes the tally of fast-path duplicates now.
@@ -130,44 +130,26 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 
 const tallyChunk = 500
 
-// writeTally adds each original's tallied duplicates in one UPDATE
-// (autocommit; retried after a deadlock or a lock wait timeout). The row
-// ids are ULIDs, unique across tenants, so matching the CASE on id alone
-// is exact and the WHERE's two IN lists select exactly the listed rows.
-// The assignments are the claim's (claimer.go), in the same order.
+// writeTally adds each original's tallied duplicates in one statement
+// (autocommit; retried after a deadlock or a lock wait timeout): the
+// claim's own INSERT … ON DUPLICATE KEY UPDATE (claimer.go), each row
+// naming its original's primary key and carrying its count and first and
+// last arrival, so every row costs the server one primary-key lookup (a
+// CASE per column would cost it the whole list per row). An original that
+// is gone (its tenant was deleted) is stored failed in its place, as the
+// claim does.
 func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) error {
-	var count, first, last, tenants strings.Builder
-	var ca, fa, la, ta, ia []any
-	seen := map[string]bool{}
+	args := make([]any, 0, len(keys)*12)
 	for _, k := range keys {
 		t := pending[k]
-		count.WriteString(" WHEN ? THEN ?")
-		ca = append(ca, k.id, t.n)
-		first.WriteString(" WHEN ? THEN ?")
-		fa = append(fa, k.id, t.first)
-		last.WriteString(" WHEN ? THEN ?")
-		la = append(la, k.id, t.last)
-		if !seen[k.tenantID] {
-			seen[k.tenantID] = true
-			if len(ta) > 0 {
-				tenants.WriteString(", ")
-			}
-			tenants.WriteString("?")
-			ta = append(ta, k.tenantID)
-		}
-		ia = append(ia, k.id)
+		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, "webhook", []byte{}, t.first, "failed", vanishedOriginal,
+			t.n, t.first, t.last)
 	}
-	q := `UPDATE deliveries SET dup_count = dup_count + CASE id` + count.String() + ` END, ` + spareForFirstDuplicate + `,
-			dup_first_at = IFNULL(dup_first_at, CASE id` + first.String() + ` END),
-			dup_last_at = GREATEST(IFNULL(dup_last_at, CASE id` + last.String() + ` END), CASE id` + last.String() + ` END)
-		WHERE tenant_id IN (` + tenants.String() + `) AND id IN (?` + strings.Repeat(", ?", len(ia)-1) + `)`
-	args := make([]any, 0, len(ca)+len(fa)+2*len(la)+len(ta)+len(ia))
-	args = append(args, ca...)
-	args = append(args, fa...)
-	args = append(args, la...)
-	args = append(args, la...)
-	args = append(args, ta...)
-	args = append(args, ia...)
+	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(keys)-1) + `
+		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
+			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
+			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
 		if _, err = c.DB.ExecContext(ctx, q, args...); err == nil || !db.Retryable(err) || ctx.Err() != nil {
@@ -246,7 +228,13 @@ type tally struct {
 	closed  bool
 }
 
-type tallyKey struct{ tenantID, id string }
+// tallyKey is an original: our row id, with the delivery id's key (the
+// flush names them all, as the claim does).
+type tallyKey struct{ tenantID, id, sourceID, deliveryID string }
+
+func (k tallyKey) size() int64 {
+	return int64(len(k.tenantID)+len(k.id)+len(k.sourceID)+len(k.deliveryID)) + entryOverhead
+}
 
 type tallied struct {
 	n           int
@@ -260,16 +248,16 @@ func (t *tally) init(maxBytes int64) {
 
 // add tallies one duplicate of original id; false when it cannot (full,
 // failing, closed), and the duplicate must take the claim.
-func (t *tally) add(tenantID, id string, at time.Time) bool {
+func (t *tally) add(tenantID, sourceID, deliveryID, id string, at time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || t.failing {
 		return false
 	}
-	k := tallyKey{tenantID, id}
+	k := tallyKey{tenantID: tenantID, id: id, sourceID: sourceID, deliveryID: deliveryID}
 	e, ok := t.pending[k]
 	if !ok {
-		size := int64(len(tenantID) + len(id) + entryOverhead)
+		size := k.size()
 		if t.bytes+size > t.max {
 			return false
 		}
@@ -307,7 +295,7 @@ func (t *tally) putBack(p map[tallyKey]tallied) {
 		cur, ok := t.pending[k]
 		if !ok {
 			t.pending[k] = e
-			t.bytes += int64(len(k.tenantID) + len(k.id) + entryOverhead)
+			t.bytes += k.size()
 			continue
 		}
 		cur.n += e.n

@@ -120,15 +120,15 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	tl.init(4 << 10)
 	took := 0
 	for i := 0; i < 1000; i++ {
-		if tl.add(tenant, ids.New(), time.Now()) {
+		if tl.add(tenant, source, "d", ids.New(), time.Now()) {
 			took++
 		}
 	}
-	if took == 0 || took*(26+26+entryOverhead) > 4<<10 {
+	if took == 0 || took*(26+26+26+1+entryOverhead) > 4<<10 {
 		t.Fatalf("the tally took %d originals in 4 KiB", took)
 	}
 	// A known original the tally cannot take is named for the claim.
-	c := &Claimer{Memory: 8 * (26 + 26 + 10 + entryOverhead), FlushEvery: time.Hour} // room for one tallied original
+	c := &Claimer{Memory: 8 * (26 + 26 + 1 + 10 + entryOverhead), FlushEvery: time.Hour} // room for one tallied original
 	c.start()
 	c.known.put(tenant, source, "a", "ORIGINAL-A")
 	c.known.put(tenant, source, "b", "ORIGINAL-B")

@@ -1,7 +1,10 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +109,34 @@ func TestDuplicateUnknownToThisProcessTakesTheDatabase(t *testing.T) {
 	// After Shutdown nothing more is answered from memory: the claim path.
 	if _, ok := other.Answer(ten.ID, s.ID, "msg_other", now); ok {
 		t.Fatal("answered from memory after shutdown")
+	}
+}
+
+// The server's own cost of a duplicate answered from memory, through the
+// whole router (request log, metrics, source lookup, signature check):
+//
+//	go test -run '^$' -bench BenchmarkKnownDuplicate -benchmem ./internal/webhooks/
+func BenchmarkKnownDuplicate(b *testing.B) {
+	e := apptest.New(b, "hooks_fastbench", apptest.Options{RedisDB: apptest.RedisWebhooks})
+	ten := e.Tenant("fastbench")
+	s := newSource(b, e, ten.ID, "landing", kinds.Standard)
+	h, body := signed(b, s, "msg_bench", "contact_bench", kinds.Lead{Email: "b@example.com"}, time.Now())
+	if r := send(b, s.URL, h, body); r.Ack.Status != "accepted" {
+		b.Fatalf("original %s", r.Body)
+	}
+	handler := e.App.Handler()
+	path := strings.TrimPrefix(s.URL, e.URL)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
 	}
 }

@@ -33,8 +33,8 @@ func writeDuplicateAck(w http.ResponseWriter, orig string) {
 	b = append(b, orig...)
 	b = append(b, "\"}\n"...)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = []string{"application/json"} // canonical keys: no canonicalising
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }
