@@ -219,6 +219,39 @@ var Vars = []Var{
 		c.DuplicateMemory = n
 		return nil
 	}},
+	// OpenTelemetry tracing (internal/tracing): the standard variables,
+	// read by the SDK; listed here for `server config` and checked early.
+	{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Help: "OTLP/HTTP collector base URL (e.g. http://localhost:4318); set it (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to turn tracing on. Unset: tracing off", parse: func(c *Config, v string) error {
+		if v != "" {
+			if u, err := url.Parse(v); err != nil || u.Host == "" {
+				return fmt.Errorf("want a URL like http://localhost:4318")
+			}
+		}
+		return nil
+	}},
+	{Name: "OTEL_SERVICE_NAME", Default: "", Help: "service name on the spans (default leadpipe-server / leadpipe-worker)", parse: func(*Config, string) error { return nil }},
+	{Name: "OTEL_TRACES_SAMPLER", Default: "", Help: "always_on, always_off, traceidratio, parentbased_always_on (the SDK's default), parentbased_always_off or parentbased_traceidratio", parse: func(c *Config, v string) error {
+		switch v {
+		case "", "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio":
+			return nil
+		}
+		return fmt.Errorf("want always_on, always_off, traceidratio or parentbased_…")
+	}},
+	{Name: "OTEL_TRACES_SAMPLER_ARG", Default: "", Help: "the ratio of the traceidratio samplers, 0 to 1 (0.01: one trace in a hundred)", parse: func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > 1 {
+			return fmt.Errorf("want a number from 0 to 1")
+		}
+		return nil
+	}},
+	{Name: "OTEL_SDK_DISABLED", Default: "false", Help: "true: tracing off whatever else is set", parse: func(c *Config, v string) error {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
 	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"leadpipe/internal/monitor"
 )
 
@@ -13,13 +16,17 @@ import (
 // done reports that w has its answer. When it is not done, orig is our row
 // id of an original it knows but could not tally (the claim then counts
 // it through the primary key), or "" for a delivery id it does not know.
-func (in *Ingest) answerKnownDuplicate(w http.ResponseWriter, tenantID, sourceID, deliveryID string, now time.Time) (orig string, done bool) {
+func (in *Ingest) answerKnownDuplicate(w http.ResponseWriter, r *http.Request, tenantID, sourceID, deliveryID string, now time.Time) (orig string, done bool) {
 	orig, done = in.Claimer.Answer(tenantID, sourceID, deliveryID, now)
 	if !done {
 		return orig, false
 	}
 	in.Stats.Add(tenantID, sourceID, monitor.Deliveries, 1, now)
 	in.Stats.Add(tenantID, sourceID, monitor.Duplicates, 1, now)
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(attribute.String("leadpipe.delivery.outcome", "duplicate"), attribute.String("leadpipe.delivery.original", orig),
+			attribute.Bool("leadpipe.delivery.from_memory", true))
+	}
 	writeDuplicateAck(w, orig)
 	return orig, true
 }
