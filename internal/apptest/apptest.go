@@ -36,6 +36,7 @@ const (
 	RedisServer
 	RedisBench
 	RedisJobs
+	RedisTracing
 )
 
 // Options tune an Env.

@@ -33,8 +33,8 @@ const Name = "leadpipe"
 var (
 	on     atomic.Bool
 	tracer atomic.Pointer[trace.Tracer]
-	none   = noop.Span{}
-	tc     = propagation.TraceContext{}
+	none   trace.Span = noop.Span{} // boxed once: returning it allocates nothing
+	tc                = propagation.TraceContext{}
 )
 
 // Enabled reports whether spans are recorded.
