@@ -158,3 +158,68 @@ func names(spans tracetest.SpanStubs) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// At 1 % sampling the other 99 % of requests start their root span and
+// nothing more: no child span, no traceparent to carry, no trace_id on
+// their log lines; a sampled trace's traceparent is the W3C one.
+func TestUnsampledTracesStopAtTheirRoot(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.NeverSample()))
+	tracing.Install(tp)
+	t.Cleanup(func() { tracing.Install(nil) })
+	ctx, root := tracing.StartKind(context.Background(), "root", trace.SpanKindServer)
+	defer root.End()
+	if c, child := tracing.Start(ctx, "child"); c != ctx || child.SpanContext().IsValid() {
+		t.Fatal("a child of an unsampled span was started")
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		t.Fatalf("traceparent %q for an unsampled trace", tp)
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { _, s := tracing.Start(ctx, "child"); s.End() }); allocs != 0 {
+		t.Fatalf("%v allocations per child of an unsampled span", allocs)
+	}
+
+	sampled := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Install(sampled)
+	ctx, span := tracing.Start(context.Background(), "kept")
+	defer span.End()
+	want := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, want)
+	if got := tracing.Traceparent(ctx); got == "" || got != want["traceparent"] {
+		t.Fatalf("traceparent %q, the propagator writes %q", got, want["traceparent"])
+	}
+}
+
+// What a span costs the path: off, a child of an unsampled span, sampled.
+//
+//	go test -run '^$' -bench BenchmarkSpan -benchmem ./internal/tracing/
+func BenchmarkSpan(b *testing.B) {
+	run := func(b *testing.B, ctx context.Context) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_, s := tracing.Start(ctx, "span")
+			s.End()
+		}
+	}
+	b.Run("off", func(b *testing.B) {
+		tracing.Install(nil)
+		run(b, context.Background())
+	})
+	b.Run("unsampled-child", func(b *testing.B) {
+		tracing.Install(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())))
+		defer tracing.Install(nil)
+		ctx, root := tracing.Start(context.Background(), "root")
+		defer root.End()
+		run(b, ctx)
+	})
+	b.Run("unsampled-root", func(b *testing.B) {
+		tracing.Install(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())))
+		defer tracing.Install(nil)
+		run(b, context.Background())
+	})
+	b.Run("sampled", func(b *testing.B) {
+		tracing.Install(sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter())))
+		defer tracing.Install(nil)
+		run(b, context.Background())
+	})
+}

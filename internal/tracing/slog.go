@@ -8,15 +8,15 @@ import (
 )
 
 // LogHandler wraps h so that every line logged with a context holding a
-// span carries its trace_id and span_id (nothing is added when tracing is
-// off).
+// sampled span carries its trace_id and span_id (nothing is added when
+// tracing is off, or for a trace that is not kept).
 func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
 
 type logHandler struct{ slog.Handler }
 
 func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if on.Load() && ctx != nil {
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
 			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 		}
 	}

@@ -13,6 +13,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -101,15 +102,24 @@ func Install(tp trace.TracerProvider) {
 // tracing is off). No variadic options: their slice would be allocated on
 // the off path too.
 func Start(ctx context.Context, name string) (context.Context, trace.Span) {
-	if !on.Load() {
+	if !on.Load() || unsampled(ctx) {
 		return ctx, none
 	}
 	return (*tracer.Load()).Start(ctx, name)
 }
 
+// unsampled reports a context whose span was not sampled: its children
+// would not be either (every sampler OTEL_TRACES_SAMPLER names decides by
+// the parent or by the trace id, which they share), so they are not
+// started. Sampling 1 % then costs the other 99 % one span each.
+func unsampled(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && !sc.IsSampled()
+}
+
 // StartKind starts a span of a kind (server, client, consumer, …).
 func StartKind(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
-	if !on.Load() {
+	if !on.Load() || unsampled(ctx) {
 		return ctx, none
 	}
 	return (*tracer.Load()).Start(ctx, name, trace.WithSpanKind(kind))
@@ -130,19 +140,18 @@ func StartLinked(ctx context.Context, name string, links []trace.SpanContext) (c
 	return (*tracer.Load()).Start(ctx, name, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(ls...))
 }
 
-// Traceparent is the W3C traceparent of ctx's span ("" when there is none
-// or tracing is off).
+// Traceparent is the W3C traceparent of ctx's span ("" when there is none,
+// it is not sampled, or tracing is off: nothing downstream would record).
 func Traceparent(ctx context.Context) string {
 	if !on.Load() {
 		return ""
 	}
 	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
+	if !sc.IsValid() || !sc.IsSampled() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	tc.Inject(ctx, c)
-	return c["traceparent"]
+	tid, sid := sc.TraceID(), sc.SpanID()
+	return "00-" + hex.EncodeToString(tid[:]) + "-" + hex.EncodeToString(sid[:]) + "-01"
 }
 
 // Remote is the span context a traceparent names (invalid when it names
