@@ -20,7 +20,7 @@ import (
 
 // The rules every SQL statement of Leadpipe follows, so tenants can be
 // sharded by a MySQL-compatible engine keyed on tenant_id (Vitess, TiDB)
-// and the SQL runs on MySQL 8 and MariaDB alike (PRODUCT.md §1, §11):
+// and the SQL runs on MySQL 8 and MariaDB alike (docs/SCALING.md):
 //
 //  1. every table it reads or writes is constrained by its tenant key
 //     (tenant_id; id for the tenants table): an INSERT names tenant_id in
