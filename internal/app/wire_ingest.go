@@ -32,8 +32,15 @@ func (a *App) wireIngest(ctx context.Context) error {
 	sdone := make(chan struct{})
 	go func() { defer close(sdone); sightings.Run(sctx) }()
 	a.closers = append(a.closers, func() { stop(); <-sdone })
+	// Duplicates answered from memory are written by the claimer's flush
+	// (at shutdown before the sightings' last flush, which they feed).
+	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log}
+	a.flushers = append(a.flushers, func(ctx context.Context) {
+		if err := claimer.Shutdown(ctx); err != nil {
+			a.Log.Error("writing the last duplicate counts failed", "err", err)
+		}
+	})
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
-	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: a.Now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
