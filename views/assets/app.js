@@ -147,11 +147,28 @@
     parts.line.classList.add("is-on");
     for (var i = 0; i < parts.buckets.length; i++) parts.buckets[i].classList.toggle("is-current", parts.buckets[i] === b);
     parts.tip.hidden = false;
-    var w = parts.plot.clientWidth, px = parseFloat(x) / 100 * w, tw = parts.tip.offsetWidth;
+    // x is a percentage of the plot's SVG, which sits between the axis
+    // gutters: place the tip beside the point, then keep it inside the
+    // chart's box at any width (on a phone it may cover the point).
+    var svg = parts.plot.querySelector(".chart-svg"), pr = parts.plot.getBoundingClientRect(), sr = svg.getBoundingClientRect();
+    var w = parts.plot.clientWidth, px = sr.left - pr.left + parseFloat(x) / 100 * sr.width, tw = parts.tip.offsetWidth;
     var left = px + 12;
     if (left + tw > w) left = px - tw - 12;
-    parts.tip.style.left = Math.max(0, left) + "px";
+    left = Math.min(Math.max(0, left), Math.max(0, w - tw));
+    parts.tip.style.left = left + "px";
   }
+
+  // A tap on a touch screen: show the tapped bucket (a second tap elsewhere
+  // on the page hides it).
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (parts) { showBucket(parts, b); return; }
+    document.querySelectorAll("[data-chart-plot] .chart-tip:not([hidden])").forEach(function (tip) {
+      var p = chartParts(tip);
+      if (p && !p.plot.contains(ev.target)) hideBucket(p);
+    });
+  });
 
   function hideBucket(parts) {
     parts.tip.hidden = true;
