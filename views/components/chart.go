@@ -38,7 +38,7 @@ type ChartData struct {
 const (
 	chartWidth      = 1000 // virtual x units; rendered as percentages so text never scales
 	chartHeight     = 256  // px; y coordinates are real pixels
-	chartPlotTop    = 14 // the alert band sits just above the plot; axis titles are HTML above it
+	chartPlotTop    = 14   // the alert band sits just above the plot; axis titles are HTML above it
 	chartPlotBottom = chartHeight - 30
 	maxChartBuckets = 360
 	minBarPx        = 3 // the least height of a bar with deliveries
