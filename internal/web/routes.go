@@ -50,6 +50,7 @@ func (s *Server) Routes() http.Handler {
 		s.monitorRoutes(r)
 		s.reconcileRoutes(r)
 		s.eventRoutes(r)
+		s.rejectionRoutes(r)
 	})
 	s.uiRoutes(r)
 
