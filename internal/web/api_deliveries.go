@@ -65,6 +65,7 @@ type DeliveryAdmin interface {
 	Reprocess(ctx context.Context, tenantID, id string) (DeliveryItem, error)
 	ReprocessSource(ctx context.Context, tenantID, sourceID, state string) (int, error)
 	Preview(ctx context.Context, tenantID, sourceID string, config json.RawMessage, limit int) ([]PreviewItem, error)
+	DiscardDeadLetters(ctx context.Context, tenantID, sourceID string, ids []string) (int, error)
 }
 
 func (s *Server) deliveryRoutes(r Router) {

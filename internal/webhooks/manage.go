@@ -507,3 +507,31 @@ func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
 	}
 	return it
 }
+
+// DiscardDeadLetters deletes the given dead letters of a source (an admin
+// decided they are junk); ids of other sources or tenants are ignored. It
+// returns how many were removed.
+func (a *Admin) DiscardDeadLetters(ctx context.Context, tenantID, sourceID string, deadIDs []string) (int, error) {
+	if _, err := a.source(ctx, tenantID, sourceID); err != nil {
+		return 0, err
+	}
+	valid := make([]string, 0, len(deadIDs))
+	for _, id := range deadIDs {
+		if ids.Valid(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return 0, nil
+	}
+	q, args, err := sqlx.In(`DELETE FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND id IN (?)`, tenantID, sourceID, valid)
+	if err != nil {
+		return 0, err
+	}
+	res, err := a.DB.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -107,7 +107,8 @@
   // ---- confirmation: <form data-confirm="Rotate the secret?"> -----------
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
-    var msg = form && form.getAttribute && form.getAttribute("data-confirm");
+    // A button may ask for itself (<button data-confirm="Discard …?">).
+    var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || (form && form.getAttribute && form.getAttribute("data-confirm"));
     if (msg && !window.confirm(msg)) {
       ev.preventDefault();
       ev.stopImmediatePropagation();
@@ -340,4 +341,12 @@
     foldFilters(document);
   }
   setInterval(function () { updateTimes(document); }, 30e3);
+
+  // ---- #31: dead letters, mapping helper ---------------------------------
+  // Dead letters: "All" ticks every row of its form.
+  document.addEventListener("change", function (ev) {
+    var t = ev.target;
+    if (!t || !t.matches || !t.matches("[data-check-all='dl']")) return;
+    t.closest("form").querySelectorAll("input[data-check='dl']").forEach(function (b) { b.checked = t.checked; });
+  });
 })();
