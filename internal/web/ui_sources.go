@@ -262,8 +262,21 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 					f.Error = *d.LastError
 				}
 				v.Failed = append(v.Failed, f)
+				if len(v.Failed) == 1 && v.Mapping != nil {
+					s.guideMapping(v.Mapping, d)
+				}
+			}
+			if v.Mapping != nil {
+				if v.WouldMap, err = s.wouldMap(r, sess.Tenant.ID, id); err != nil {
+					s.uiError(w, r, err)
+					return
+				}
 			}
 		}
+	}
+	if v.Reprocessed, err = s.reprocessedBanner(r, sess.Tenant.ID, id); err != nil {
+		s.uiError(w, r, err)
+		return
 	}
 	if secret != "" {
 		// The secret is on this page: keep it out of every cache and history.

@@ -349,4 +349,29 @@
     if (!t || !t.matches || !t.matches("[data-check-all='dl']")) return;
     t.closest("form").querySelectorAll("input[data-check='dl']").forEach(function (b) { b.checked = t.checked; });
   });
+
+  // Mapping: a click on a key of the failing payload puts its path into
+  // the path field focused last (the natural key by default) and fires
+  // input, so the live preview follows.
+  var lastPathInput = null;
+  document.addEventListener("focusin", function (ev) {
+    if (ev.target && ev.target.matches && ev.target.matches("input[data-path-input]")) lastPathInput = ev.target;
+  });
+  document.addEventListener("mousedown", function (ev) {
+    // Keep the field's focus from moving to the key button first.
+    if (ev.target.closest && ev.target.closest(".json-key")) ev.preventDefault();
+  });
+  document.addEventListener("click", function (ev) {
+    var key = ev.target.closest && ev.target.closest(".json-key");
+    if (!key) return;
+    var form = key.closest("form");
+    var input = (lastPathInput && form && form.contains(lastPathInput)) ? lastPathInput : form && form.querySelector("input[name='natural_key_path']");
+    if (!input) return;
+    input.value = key.getAttribute("data-json-path");
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    input.focus();
+    var f = input.closest(".field");
+    var err = f && f.querySelector(".field-error");
+    if (err && !input.form.querySelector("[data-testid='mapping-errors']")) { err.remove(); input.removeAttribute("aria-invalid"); }
+  });
 })();
