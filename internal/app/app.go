@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
@@ -96,6 +97,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	a.QueueRedis.Linger = 500 * time.Microsecond // enqueues happen after the answer: waiting costs no sender anything
 	a.Queue = asynq.NewClientFromRedisClient(a.QueueRedis)
 	a.closers = append(a.closers, func() { a.QueueRedis.Close(); a.RDB.Close() })
+	if err := a.claimRedis(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
 
 	a.Tenants = tenants.NewService(a.DB)
 	a.Tenants.Now = a.Now
@@ -112,6 +117,30 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		return nil, err
 	}
 	return a, nil
+}
+
+// claimRedis refuses to share the Redis database with another
+// installation (another MySQL database): Asynq's queues are not
+// namespaced, so the two would take each other's tasks.
+func (a *App) claimRedis(ctx context.Context) error {
+	id, err := db.InstallationID(ctx, a.DB)
+	if err != nil {
+		return err
+	}
+	desc := "database ?"
+	if c, err := mysql.ParseDSN(a.Cfg.MySQLDSN); err == nil {
+		desc = "database " + c.DBName + " on " + c.Addr
+	}
+	if host, err := os.Hostname(); err == nil {
+		desc += ", started on " + host
+	}
+	claim, err := jobs.ClaimRedis(ctx, a.RDB, id, desc, a.Log)
+	if err != nil {
+		return fmt.Errorf("%w; this installation uses Redis %s", err, a.Cfg.Redis.String())
+	}
+	// Before the Redis client closes (closers run in reverse order).
+	a.closers = append(a.closers, func() { claim.Release(context.Background()) })
+	return nil
 }
 
 // ready names what is down, for /readyz.

@@ -36,6 +36,7 @@ const (
 	RedisServer
 	RedisBench
 	RedisJobs
+	RedisApp
 )
 
 // Options tune an Env.

@@ -1,5 +1,5 @@
 // Package audit owns the audit_log table: one row per security-relevant
-// action (PRODUCT.md-level list in docs/ARCHITECTURE.md), written by the
+// action, written by the
 // area that performs the action inside the action's own transaction, so a
 // rolled-back action leaves no row claiming it happened. Rows never hold a
 // secret: callers put ids, names and changed field names in Detail, never

@@ -20,7 +20,7 @@ import (
 
 // The rules every SQL statement of Leadpipe follows, so tenants can be
 // sharded by a MySQL-compatible engine keyed on tenant_id (Vitess, TiDB)
-// and the SQL runs on MySQL 8 and MariaDB alike (PRODUCT.md §1, §11):
+// and the SQL runs on MySQL 8 and MariaDB alike (docs/SCALING.md):
 //
 //  1. every table it reads or writes is constrained by its tenant key
 //     (tenant_id; id for the tenants table): an INSERT names tenant_id in
@@ -47,6 +47,8 @@ var tenantKeyExceptions = map[string]string{
 	"internal/tenants.listTenants":          "operator command `tenant list`",
 	"internal/tenants.tenantIDsAfter":       "tenants.ForEach, the one iterator of periodic work over every tenant (reconcile tick, purges, alert evaluation, the delivery sweeper)",
 	"internal/monitor.openAlertsAllTenants": "the /metrics gauge of open alerts across tenants (a scatter query under Vitess)",
+	// Not tenant data: the installation itself.
+	"internal/db.InstallationID": "the one-row installation table: which installation this database is, claimed in Redis at start (unsharded, like tenants)",
 }
 
 // sqlStart recognises a string that begins a statement.

@@ -145,8 +145,8 @@ func (s *Service) send(ctx context.Context, ep Endpoint, ev EventRow, keys [][]b
 	default:
 		a.Outcome, a.Error = OutcomeFailed, strp(fmt.Sprintf("HTTP %d", resp.Status))
 		if resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable {
-			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.AttemptedAt); ok {
-				return d
+			if d, ok := outbound.ParseRetryAfter(resp.Header.Get("Retry-After"), a.AttemptedAt); ok {
+				return max(d, time.Second) // 0 means "no hint" to the caller
 			}
 		}
 	}
@@ -262,21 +262,6 @@ func snippet(b []byte) string {
 		b = b[:512]
 	}
 	return string(bytes.ToValidUTF8(b, []byte("?")))
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP-date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), time.Second), true
-	}
-	return 0, false
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }

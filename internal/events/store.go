@@ -12,7 +12,7 @@ import (
 	"leadpipe/internal/db"
 )
 
-// Every statement names tenant_id (PRODUCT.md §11).
+// Every statement names tenant_id (docs/SCALING.md).
 
 const endpointCols = `tenant_id, id, url, description, events, enabled, disabled_reason, disabled_at, failing_since,
 last_success_at, last_failure_at, last_error, created_at, updated_at`

@@ -255,7 +255,7 @@ func (c *Client) retryDecision(resp *Response, err error, n int) (time.Duration,
 	}
 	switch resp.Status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.o.Now()); ok {
+		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), c.o.Now()); ok {
 			return min(d, c.o.MaxRetryAfter), true
 		}
 		return c.backoff(n - 1), true
@@ -275,8 +275,10 @@ func (c *Client) backoff(retry int) time.Duration {
 	return time.Duration(c.o.Rand() * float64(ceiling))
 }
 
-// parseRetryAfter reads delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+// ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP-date
+// (RFC 9110 §10.2.3), a date in the past being a wait of 0. Every outbound
+// caller (reconcile, enrichment, outbound webhooks) reads it here.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

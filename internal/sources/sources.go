@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Kinds lists the source kinds of PRODUCT.md §4.
+// Kinds lists the source kinds (README, Using the API).
 var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic"}
 
 // ReconcileKinds can be pulled from their sender's API.

@@ -55,7 +55,7 @@ type Principal struct {
 	Role     string
 }
 
-// SlugPattern is the tenant (and source) slug rule from PRODUCT.md §3.
+// SlugPattern is the tenant (and source) slug rule.
 var SlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
 
 var emailPattern = regexp.MustCompile(`^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$`)

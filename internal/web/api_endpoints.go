@@ -11,7 +11,7 @@ import (
 )
 
 // eventRoutes are the outbound webhook endpoints of the tenant API
-// (PRODUCT.md §9).
+// (README, Outbound events).
 func (s *Server) eventRoutes(r chi.Router) {
 	r.Get("/endpoints", s.listEndpoints)
 	r.Post("/endpoints", s.createEndpoint)

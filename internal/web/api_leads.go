@@ -16,7 +16,7 @@ import (
 	"leadpipe/internal/leads"
 )
 
-// leadRoutes mounts the leads API (PRODUCT.md §5, §6). The two POSTs
+// leadRoutes mounts the leads API (README, Using the API). The two POSTs
 // require an Idempotency-Key; PATCH requires If-Match.
 func (s *Server) leadRoutes(r Router) {
 	r.Get("/leads", s.apiListLeads)

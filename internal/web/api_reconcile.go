@@ -10,7 +10,7 @@ import (
 	"leadpipe/internal/reconcile"
 )
 
-// reconcileRoutes are the reconcile endpoints of the tenant API (PRODUCT.md §7).
+// reconcileRoutes are the reconcile endpoints of the tenant API (README, Reconcile).
 func (s *Server) reconcileRoutes(r chi.Router) {
 	r.Post("/sources/{id}/reconcile", s.triggerReconcile)
 	r.Get("/sources/{id}/reconcile-runs", s.listReconcileRuns)

@@ -19,8 +19,10 @@ import (
 )
 
 // Claimer claims delivery ids with group commit: concurrent requests'
-// claims are coalesced into one multi-row INSERT IGNORE (autocommit, so
-// the whole batch is durable when it returns), then, only when some row
+// claims are coalesced into one multi-row INSERT … ON DUPLICATE KEY UPDATE
+// that counts a duplicate on its original (autocommit, so the whole batch
+// is durable when it returns; strict mode refuses what INSERT IGNORE would
+// truncate), then, only when some row
 // was a duplicate, one indexed SELECT tells each request whether its row
 // won. One-row-per-request designs are capped by the database at a few
 // thousand rows/s on 2 cores; here a busy server pays one statement per

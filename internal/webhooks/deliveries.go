@@ -1,5 +1,6 @@
 // Package webhooks is the ingest path: verify a signed webhook, claim each
-// delivery id with INSERT IGNORE, answer only after the raw delivery is
+// delivery id (INSERT … ON DUPLICATE KEY UPDATE on its unique key), answer
+// only after the raw delivery is
 // committed, enqueue processing, and (in the worker) map the stored bytes
 // to a lead through the one sender upsert that reconcile uses too.
 package webhooks

@@ -129,7 +129,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// delivery id). A record the mapping cannot use (no natural key at
 		// the configured path) is stored and fails in processing, where it
 		// is listed, counted and can be reprocessed once the mapping is
-		// fixed (PRODUCT.md §4).
+		// fixed.
 		records, err = k.Parse(r.Header, body)
 	}
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 )
 
 // Admin lists, reprocesses and previews a source's deliveries: the fix and
-// reprocess loop of PRODUCT.md §4. Reprocessing goes through the same task
+// reprocess loop. Reprocessing goes through the same task
 // and upsert as a first delivery, so running it twice changes nothing.
 type Admin struct {
 	DB        *sqlx.DB
