@@ -495,6 +495,24 @@ func listPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before s
 	return items, err
 }
 
+// exportCols are the columns a CSV export shows: LeadCols without the raw
+// payload, the widest column, which the export never prints.
+const exportCols = `tenant_id, id, source_id, source_ref, email, name, phone, company,
+	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at`
+
+// exportPage is listPage without the payload, for the CSV export.
+func exportPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before string, n int) ([]Lead, error) {
+	cond, args := f.where(tenantID)
+	if before != "" {
+		cond += " AND id < ?"
+		args = append(args, before)
+	}
+	args = append(args, n)
+	var items []Lead
+	err := x.SelectContext(ctx, &items, `SELECT `+exportCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+	return items, err
+}
+
 // statuses are the statuses f lists: its status, else its AnyStatus, else
 // all.
 func (f Filter) statuses() []string {

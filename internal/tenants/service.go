@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
@@ -87,13 +89,19 @@ func (s *Service) Provision(ctx context.Context, in ProvisionInput) (Provisioned
 		adminName = strings.SplitN(in.AdminEmail, "@", 2)[0]
 	}
 	p.Admin = User{TenantID: p.Tenant.ID, ID: ids.New(), Email: in.AdminEmail, Name: adminName, Role: RoleAdmin, CreatedAt: now}
-	tok, plain := newToken(p.Tenant.ID, "provisioning", nil, now)
+	tok, plain := newToken(p.Tenant.ID, TokenInput{Name: "provisioning", Scopes: []string{ScopeAdmin}}, nil, now)
 	p.APIToken = plain
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if err := insertTenant(ctx, tx, p.Tenant); err != nil {
 			return err
 		}
 		if err := insertUser(ctx, tx, p.Admin, hash); err != nil {
+			return err
+		}
+		if err := recordUserCreated(ctx, tx, p.Admin); err != nil {
+			return err
+		}
+		if err := recordTokenCreated(ctx, tx, tok); err != nil {
 			return err
 		}
 		return insertToken(ctx, tx, tok, hashToken(plain))
@@ -145,121 +153,16 @@ func (s *Service) hashPassword(p string) (string, error) {
 // real one.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("leadpipe-dummy-password"), bcrypt.MinCost)
 
-// CreateUserInput creates a user in a tenant.
-type CreateUserInput struct {
-	Email    string `json:"email"`
-	Name     string `json:"name"`
-	Password string `json:"password"`
-	Role     string `json:"role"`
-}
-
-// CreateUser adds a user to a tenant.
-func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUserInput) (User, error) {
-	return s.CreateUserOnce(ctx, tenantID, in, idempotency.Once[User]{})
-}
-
-// CreateUserOnce is CreateUser under a claimed idempotency key (a form's
-// per-render key): the key completes in the transaction that inserts the
-// user, so a double submit makes one user and a crash between the two
-// cannot leave a user whose form may be sent again.
-func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in CreateUserInput, once idempotency.Once[User]) (User, error) {
-	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
-	in.Name = strings.TrimSpace(in.Name)
-	f := map[string]string{}
-	if !ValidEmail(in.Email) {
-		f["email"] = "must be an email address"
-	}
-	if in.Name == "" || len(in.Name) > 200 {
-		f["name"] = "is required (at most 200 characters)"
-	}
-	if msg := passwordProblem(in.Password); msg != "" {
-		f["password"] = msg
-	}
-	if in.Role != RoleAdmin && in.Role != RoleStaff {
-		f["role"] = "must be admin or staff"
-	}
-	if len(f) > 0 {
-		return User{}, apperr.InvalidFields(f)
-	}
-	hash, err := s.hashPassword(in.Password)
-	if err != nil {
-		return User{}, err
-	}
-	u := User{TenantID: tenantID, ID: ids.New(), Email: in.Email, Name: in.Name, Role: in.Role, CreatedAt: s.now()}
-	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (User, error) { return u, insertUser(ctx, tx, u, hash) })
-}
-
-// User returns one user of the tenant.
-func (s *Service) User(ctx context.Context, tenantID, id string) (User, error) {
-	return getUser(ctx, s.DB, tenantID, id)
-}
-
-// Users lists the tenant's users.
-func (s *Service) Users(ctx context.Context, tenantID string) ([]User, error) {
-	return listUsers(ctx, s.DB, tenantID)
-}
-
-// SetUserRole changes a user's role.
-func (s *Service) SetUserRole(ctx context.Context, tenantID, id, role string) error {
-	if role != RoleAdmin && role != RoleStaff {
-		return apperr.InvalidFields(map[string]string{"role": "must be admin or staff"})
-	}
-	if _, err := getUser(ctx, s.DB, tenantID, id); err != nil {
-		return err
-	}
-	return updateUserRole(ctx, s.DB, tenantID, id, role)
-}
-
-// SetUserDisabled disables or re-enables a user; disabling ends their sessions.
-func (s *Service) SetUserDisabled(ctx context.Context, tenantID, id string, disabled bool) error {
-	if _, err := getUser(ctx, s.DB, tenantID, id); err != nil {
-		return err
-	}
-	var at *time.Time
-	if disabled {
-		n := s.now()
-		at = &n
-	}
-	return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if err := updateUserDisabledAt(ctx, tx, tenantID, id, at); err != nil {
-			return err
-		}
-		if disabled {
-			return deleteUserSessions(ctx, tx, tenantID, id)
-		}
-		return nil
-	})
-}
-
-// ErrBadLogin is the one message for every failed login.
-var ErrBadLogin = apperr.New(apperr.Unauthorized, "email or password is incorrect")
-
-// Authenticate checks an email and password.
-func (s *Service) Authenticate(ctx context.Context, email, password string) (User, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	r, err := getLogin(ctx, s.DB, email)
-	if err != nil {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-		if apperr.Is(err, apperr.NotFound) {
-			return User{}, ErrBadLogin
-		}
-		return User{}, err
-	}
-	if bcrypt.CompareHashAndPassword([]byte(r.PasswordHash), []byte(password)) != nil || r.DisabledAt != nil {
-		return User{}, ErrBadLogin
-	}
-	return r.User, nil
-}
-
 // Token format: lp_<tenant id>_<43 chars of base64url randomness>. The
 // tenant id in the clear lets lookups stay within one tenant's keys.
-func newToken(tenantID, name string, createdBy *string, now time.Time) (Token, string) {
+func newToken(tenantID string, in TokenInput, createdBy *string, now time.Time) (Token, string) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
 	plain := "lp_" + tenantID + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	return Token{TenantID: tenantID, ID: ids.New(), Name: name, CreatedBy: createdBy, CreatedAt: now}, plain
+	return Token{TenantID: tenantID, ID: ids.New(), Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt,
+		CreatedBy: createdBy, CreatedAt: now}, plain
 }
 
 func hashToken(plain string) []byte {
@@ -267,24 +170,69 @@ func hashToken(plain string) []byte {
 	return h[:]
 }
 
-// CreateToken issues an API token; the plaintext is returned only here.
+// CreateToken issues a full-power (admin) API token; the plaintext is
+// returned only here (operator commands, the demo).
 func (s *Service) CreateToken(ctx context.Context, tenantID, name string, createdBy *string) (Token, string, error) {
-	return s.CreateTokenOnce(ctx, tenantID, name, createdBy, idempotency.Once[Token]{})
+	return s.IssueToken(ctx, tenantID, TokenInput{Name: name, Scopes: []string{ScopeAdmin}}, createdBy)
 }
 
-// CreateTokenOnce is CreateToken under a claimed idempotency key: the key
-// completes in the transaction that inserts the token.
-func (s *Service) CreateTokenOnce(ctx context.Context, tenantID, name string, createdBy *string, once idempotency.Once[Token]) (Token, string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return Token{}, "", apperr.InvalidFields(map[string]string{"name": "is required (at most 200 characters)"})
+// IssueToken issues a token with the given scopes and expiry (the tokens
+// API).
+func (s *Service) IssueToken(ctx context.Context, tenantID string, in TokenInput, createdBy *string) (Token, string, error) {
+	return s.CreateTokenOnce(ctx, tenantID, in, createdBy, idempotency.Once[Token]{})
+}
+
+// CreateTokenOnce issues a token with the given scopes and expiry, under a
+// claimed idempotency key when once has one: the key completes in the
+// transaction that inserts the token.
+func (s *Service) CreateTokenOnce(ctx context.Context, tenantID string, in TokenInput, createdBy *string, once idempotency.Once[Token]) (Token, string, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	f := map[string]string{}
+	if in.Name == "" || len(in.Name) > 200 {
+		f["name"] = "is required (at most 200 characters)"
 	}
-	t, plain := newToken(tenantID, name, createdBy, s.now())
-	t, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) { return t, insertToken(ctx, tx, t, hashToken(plain)) })
+	scopes, err := normalizeScopes(in.Scopes)
+	if err != nil {
+		f["scopes"] = fieldOf(err, "scopes")
+	}
+	in.Scopes = scopes
+	now := s.now()
+	if in.ExpiresAt != nil {
+		at := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !at.After(now) {
+			f["expires_at"] = "must be in the future"
+		}
+		in.ExpiresAt = &at
+	}
+	if len(f) > 0 {
+		return Token{}, "", apperr.InvalidFields(f)
+	}
+	t, plain := newToken(tenantID, in, createdBy, now)
+	t, err = idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Token, error) {
+		if err := recordTokenCreated(ctx, tx, t); err != nil {
+			return t, err
+		}
+		return t, insertToken(ctx, tx, t, hashToken(plain))
+	})
 	if err != nil {
 		return Token{}, "", err
 	}
 	return t, plain, nil
+}
+
+// fieldOf is the message an InvalidFields error holds for field.
+func fieldOf(err error, field string) string {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e.Fields[field]
+	}
+	return "is invalid"
+}
+
+// recordTokenCreated audits a new token (never its secret).
+func recordTokenCreated(ctx context.Context, tx db.Ext, t Token) error {
+	return audit.Record(ctx, tx, t.TenantID, audit.Entry{Action: "token.created", TargetType: "token", TargetID: t.ID,
+		Detail: map[string]any{"name": t.Name, "scopes": t.Scopes, "expires_at": t.ExpiresAt}})
 }
 
 // Tokens lists a tenant's tokens (never their secrets).
@@ -294,11 +242,16 @@ func (s *Service) Tokens(ctx context.Context, tenantID string) ([]Token, error) 
 
 // RevokeToken revokes a token at once.
 func (s *Service) RevokeToken(ctx context.Context, tenantID, id string) error {
-	if err := tokenExists(ctx, s.DB, tenantID, id); err != nil {
-		return err
-	}
-	_, err := revokeToken(ctx, s.DB, tenantID, id, s.now())
-	return err
+	return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := tokenExists(ctx, tx, tenantID, id); err != nil {
+			return err
+		}
+		n, err := revokeToken(ctx, tx, tenantID, id, s.now())
+		if err != nil || n == 0 {
+			return err // n == 0: revoked before, nothing new to record
+		}
+		return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "token.revoked", TargetType: "token", TargetID: id})
+	})
 }
 
 // AuthenticateToken resolves a bearer token to its principal.
@@ -319,12 +272,15 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (Principa
 	if t.RevokedAt != nil {
 		return Principal{}, bad
 	}
-	// Recording last use is best effort and at most once a minute per token.
 	now := s.now()
+	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
+		return Principal{}, apperr.New(apperr.Unauthorized, "API token expired")
+	}
+	// Recording last use is best effort and at most once a minute per token.
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
 		_ = touchToken(ctx, s.DB, tenantID, t.ID, now)
 	}
-	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin}, nil
+	return Principal{TenantID: tenantID, TokenID: t.ID, Name: "API token " + t.Name, Role: RoleAdmin, Scopes: t.Scopes}, nil
 }
 
 // Session lifetime.
@@ -339,7 +295,14 @@ func (s *Service) CreateSession(ctx context.Context, u User) (string, error) {
 	id := ids.New()
 	secret := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.now()
-	if err := insertSession(ctx, s.DB, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL)); err != nil {
+	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := audit.Record(ctx, tx, u.TenantID, audit.Entry{Action: "user.logged_in", TargetType: "user", TargetID: u.ID,
+			Actor: audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Name}, IP: audit.From(ctx).IP}); err != nil {
+			return err
+		}
+		return insertSession(ctx, tx, u.TenantID, id, u.ID, hashToken(secret), now, now.Add(SessionTTL))
+	})
+	if err != nil {
 		return "", err
 	}
 	return u.TenantID + "." + id + "." + secret, nil
@@ -372,8 +335,21 @@ func (s *Service) SessionUser(ctx context.Context, cookie string) (User, error) 
 // EndSession deletes the session behind a cookie (logout).
 func (s *Service) EndSession(ctx context.Context, cookie string) error {
 	parts := strings.Split(cookie, ".")
-	if len(parts) != 3 {
+	if len(parts) != 3 || !ids.Valid(parts[0]) || !ids.Valid(parts[1]) {
 		return nil
 	}
-	return deleteSession(ctx, s.DB, parts[0], parts[1])
+	return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		row, err := getSession(ctx, tx, parts[0], parts[1])
+		if apperr.Is(err, apperr.NotFound) || (err == nil && subtle.ConstantTimeCompare(row.Hash, hashToken(parts[2])) != 1) {
+			return nil // already ended, or not this browser's to end
+		}
+		if err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, parts[0], audit.Entry{Action: "user.logged_out", TargetType: "user", TargetID: row.UserID,
+			Actor: audit.Actor{Kind: audit.ActorUser, ID: row.UserID}, IP: audit.From(ctx).IP}); err != nil {
+			return err
+		}
+		return deleteSession(ctx, tx, parts[0], parts[1])
+	})
 }

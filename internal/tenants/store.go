@@ -13,7 +13,7 @@ import (
 
 const tenantCols = `id, slug, name, created_at`
 const userCols = `tenant_id, id, email, name, role, disabled_at, created_at`
-const tokenCols = `tenant_id, id, name, created_by, created_at, last_used_at, revoked_at`
+const tokenCols = `tenant_id, id, name, scopes, expires_at, created_by, created_at, last_used_at, revoked_at`
 
 func insertTenant(ctx context.Context, x db.Ext, t Tenant) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO tenants (id, slug, name, created_at) VALUES (?, ?, ?, ?)`,
@@ -76,7 +76,8 @@ func tenantIDsAfter(ctx context.Context, x db.Ext, after string, limit int) ([]s
 }
 
 func insertUser(ctx context.Context, x db.Ext, u User, hash string) error {
-	// The global login row first: it is what makes an email unique platform-wide.
+	// The login row (email → this tenant's membership) first: login looks
+	// an email up there across tenants.
 	if _, err := x.ExecContext(ctx, `INSERT INTO user_logins (email, tenant_id, user_id) VALUES (?, ?, ?)`,
 		u.Email, u.TenantID, u.ID); err != nil {
 		return db.MapErr(err, "", "a user with this email already exists")
@@ -101,19 +102,55 @@ func listUsers(ctx context.Context, x db.Ext, tenantID string) ([]User, error) {
 type loginRow struct {
 	User
 	PasswordHash string `db:"password_hash"`
+	TenantSlug   string `db:"tenant_slug"`
+	TenantName   string `db:"tenant_name"`
 }
 
-func getLogin(ctx context.Context, x db.Ext, email string) (loginRow, error) {
-	var r loginRow
-	err := x.GetContext(ctx, &r, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.password_hash
+// getLogin reads every membership of an email (one row per tenant).
+func getLogin(ctx context.Context, x db.Ext, email string) ([]loginRow, error) {
+	var rs []loginRow
+	err := x.SelectContext(ctx, &rs, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.password_hash,
+		t.slug AS tenant_slug, t.name AS tenant_name
 		FROM user_logins l JOIN users u ON u.tenant_id = l.tenant_id AND u.id = l.user_id
-		WHERE l.email = ?`, email)
-	return r, db.MapErr(err, "user not found", "")
+		JOIN tenants t ON t.id = l.tenant_id
+		WHERE l.email = ? ORDER BY t.name, t.slug`, email)
+	return rs, err
+}
+
+// countActiveAdmins counts the tenant's enabled admins other than except.
+func countActiveAdmins(ctx context.Context, x db.Ext, tenantID, except string) (int, error) {
+	var n int
+	err := x.GetContext(ctx, &n, `SELECT COUNT(*) FROM users WHERE tenant_id = ? AND role = 'admin' AND disabled_at IS NULL AND id <> ?`, tenantID, except)
+	return n, err
+}
+
+func getPasswordHash(ctx context.Context, x db.Ext, tenantID, id string) (string, error) {
+	var h string
+	err := x.GetContext(ctx, &h, `SELECT password_hash FROM users WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return h, db.MapErr(err, "user not found", "")
+}
+
+func updateUserName(ctx context.Context, x db.Ext, tenantID, id, name string) error {
+	_, err := x.ExecContext(ctx, `UPDATE users SET name = ? WHERE tenant_id = ? AND id = ?`, name, tenantID, id)
+	return err
+}
+
+// deleteUser removes a membership: the user row, its login row and its
+// sessions.
+func deleteUser(ctx context.Context, x db.Ext, tenantID, id, email string) error {
+	if _, err := x.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND user_id = ?`, tenantID, id); err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM user_logins WHERE email = ? AND tenant_id = ?`, email, tenantID); err != nil {
+		return err
+	}
+	_, err := x.ExecContext(ctx, `DELETE FROM users WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return err
 }
 
 func insertToken(ctx context.Context, x db.Ext, t Token, hash []byte) error {
-	_, err := x.ExecContext(ctx, `INSERT INTO api_tokens (tenant_id, id, name, token_hash, created_by, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, t.TenantID, t.ID, t.Name, hash, t.CreatedBy, t.CreatedAt)
+	_, err := x.ExecContext(ctx, `INSERT INTO api_tokens (tenant_id, id, name, scopes, expires_at, token_hash, created_by, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t.TenantID, t.ID, t.Name, t.Scopes, t.ExpiresAt, hash, t.CreatedBy, t.CreatedAt)
 	return db.MapErr(err, "", "token exists")
 }
 

@@ -40,6 +40,8 @@ type Token struct {
 	TenantID   string     `db:"tenant_id" json:"-"`
 	ID         string     `db:"id" json:"id"`
 	Name       string     `db:"name" json:"name"`
+	Scopes     ScopeList  `db:"scopes" json:"scopes"`
+	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at"`
 	CreatedBy  *string    `db:"created_by" json:"created_by"`
 	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
 	LastUsedAt *time.Time `db:"last_used_at" json:"last_used_at"`
@@ -53,6 +55,7 @@ type Principal struct {
 	TokenID  string // empty for users
 	Name     string // for the timeline: user name or "API token <name>"
 	Role     string
+	Scopes   []string // what the principal may do (Has); admin grants all
 }
 
 // SlugPattern is the tenant (and source) slug rule.

@@ -72,16 +72,6 @@ type DeliveryAdmin interface {
 	DiscardDeadLetters(ctx context.Context, tenantID, sourceID string, ids []string) (int, error)
 }
 
-func (s *Server) deliveryRoutes(r Router) {
-	if s.DeliveryOps == nil {
-		return
-	}
-	r.Get("/sources/{id}/deliveries", s.listDeliveries)
-	r.Post("/sources/{id}/reprocess", s.reprocessSource)
-	r.Post("/sources/{id}/preview", s.previewSource)
-	r.Post("/deliveries/{id}/reprocess", s.reprocessDelivery)
-}
-
 // limitParam reads ?limit= (default def, 1..max).
 func limitParam(r *http.Request, def, max int) (int, error) {
 	v := r.URL.Query().Get("limit")

@@ -10,23 +10,6 @@ import (
 	"leadpipe/internal/events"
 )
 
-// eventRoutes are the outbound webhook endpoints of the tenant API
-// (README, Outbound events).
-func (s *Server) eventRoutes(r chi.Router) {
-	r.Get("/endpoints", s.listEndpoints)
-	r.Post("/endpoints", s.createEndpoint)
-	r.Get("/endpoints/{id}", s.getEndpoint)
-	r.Patch("/endpoints/{id}", s.patchEndpoint)
-	r.Delete("/endpoints/{id}", s.deleteEndpoint)
-	r.Post("/endpoints/{id}/rotate-secret", s.rotateEndpointSecret)
-	r.Get("/endpoints/{id}/attempts", s.listEndpointAttempts)
-	r.Post("/endpoints/{id}/recover", s.recoverEndpoint)
-	r.Get("/events", s.listEvents)
-	r.Get("/events/{id}", s.getEvent)
-	r.Get("/events/{id}/attempts", s.listEventAttempts)
-	r.Post("/events/{id}/replay", s.replayEvent)
-}
-
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Events.List(r.Context(), Tenant(r))
 	if err != nil {

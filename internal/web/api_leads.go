@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,19 +16,6 @@ import (
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 )
-
-// leadRoutes mounts the leads API (README, Using the API). The two POSTs
-// require an Idempotency-Key; PATCH requires If-Match.
-func (s *Server) leadRoutes(r Router) {
-	r.Get("/leads", s.apiListLeads)
-	r.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
-	r.Post("/leads/bulk", s.Idem.Wrap(s.apiBulkLeads))
-	r.Get("/leads/{id}", s.apiGetLead)
-	r.Patch("/leads/{id}", s.apiPatchLead)
-	r.Get("/leads/{id}/notes", s.apiListNotes)
-	r.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
-	r.Get("/leads/{id}/timeline", s.apiLeadTimeline)
-}
 
 // etag is a lead's entity tag: its version, which counts human edits only.
 func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }
@@ -219,24 +207,10 @@ func (s *Server) pickVersion(r *http.Request, id string, versions []int) (int, e
 }
 
 func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"}))
-			return
-		}
-		f.Limit = n
-	}
-	if v := q.Get("due_before"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"due_before": "must be an RFC 3339 time"}))
-			return
-		}
-		t = t.UTC()
-		f.DueBefore = &t
+	f, err := leadFilter(r.URL.Query())
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
 	}
 	page, err := s.Leads.List(r.Context(), Tenant(r), f)
 	if err != nil {
@@ -248,6 +222,28 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 		next = page.NextCursor
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"items": page.Items, "next_cursor": next})
+}
+
+// leadFilter reads the filters of GET /api/v1/leads (and of its CSV
+// export) from the query string.
+func leadFilter(q url.Values) (leads.Filter, error) {
+	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return f, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"})
+		}
+		f.Limit = n
+	}
+	if v := q.Get("due_before"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, apperr.InvalidFields(map[string]string{"due_before": "must be an RFC 3339 time"})
+		}
+		t = t.UTC()
+		f.DueBefore = &t
+	}
+	return f, nil
 }
 
 func bulkDone(res leads.BulkResult) (idempotency.Response, error) {

@@ -12,17 +12,6 @@ import (
 	"leadpipe/internal/monitor"
 )
 
-// monitorRoutes are the monitoring endpoints of the tenant API.
-func (s *Server) monitorRoutes(r chi.Router) {
-	r.Get("/sources/{id}/stats", s.sourceStats)
-	r.Get("/sources/{id}/alert-rules", s.getAlertRules)
-	r.Put("/sources/{id}/alert-rules", s.putAlertRules)
-	r.Delete("/sources/{id}/alert-rules", s.resetAlertRules)
-	r.Get("/alerts", s.listAlerts)
-	r.Get("/alerts/{id}", s.getAlert)
-	r.Post("/alerts/{id}/ack", s.ackAlert)
-}
-
 // parseTimeParam reads an RFC 3339 time; a "+" in an offset that arrived
 // unencoded (as a space) is restored.
 func parseTimeParam(v string) (time.Time, bool) {

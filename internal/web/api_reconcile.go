@@ -10,12 +10,6 @@ import (
 	"leadpipe/internal/reconcile"
 )
 
-// reconcileRoutes are the reconcile endpoints of the tenant API (README, Reconcile).
-func (s *Server) reconcileRoutes(r chi.Router) {
-	r.Post("/sources/{id}/reconcile", s.triggerReconcile)
-	r.Get("/sources/{id}/reconcile-runs", s.listReconcileRuns)
-}
-
 // triggerReconcile is POST /api/v1/sources/{id}/reconcile → 202 {"run_id"};
 // while a run of the source is going, its id again.
 func (s *Server) triggerReconcile(w http.ResponseWriter, r *http.Request) {

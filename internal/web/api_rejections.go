@@ -8,11 +8,6 @@ import (
 	"leadpipe/internal/rejections"
 )
 
-// rejectionRoutes: a source's rejected requests, kept for inspection.
-func (s *Server) rejectionRoutes(r chi.Router) {
-	r.Get("/sources/{id}/rejections", s.listRejections)
-}
-
 // listRejections is GET /api/v1/sources/{id}/rejections?limit=: the
 // source's newest rejected requests (at most 100, of the last 7 days).
 func (s *Server) listRejections(w http.ResponseWriter, r *http.Request) {

@@ -1,45 +1,53 @@
 package web
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// ClientCookie names a browser for the login throttle: a random id set on
-// the login page, so clients behind one address (a proxy without
-// LEADPIPE_TRUST_PROXY, an office NAT) are told apart.
-const ClientCookie = "lp_client"
+// DeviceCookie marks a browser the server itself trusts for one account:
+// set after a successful login, signed (HMAC-SHA256 under a key derived
+// from LEADPIPE_SECRET_KEY) over the account and a random nonce, so a
+// client cannot make one up (OWASP's device-cookie pattern).
+const DeviceCookie = "lp_device"
 
-// LoginThrottle slows password guessing without locking everyone out. It
-// counts failed logins three ways, in memory (each replica its own):
+// LoginThrottle slows password guessing without locking the account's
+// owner out. A client's own cookies prove nothing (a script sends a fresh
+// one with every guess), so failures are counted, in memory (each replica
+// its own), by what the client cannot choose:
 //
-//   - per client and account: after PairFree failures an exponential
-//     backoff (from 30 s, doubling, at most 15 min) before that client may
-//     try that account again;
-//   - per client (any account, password spraying): ClientMax failures in
-//     ClientWindow pause that client;
-//   - per account (any client): after AccountFree failures the same
-//     backoff applies to every client that has itself failed recently; a
-//     client without failures still gets through, so the right password
-//     from the account owner's own browser works during an attack.
-//
-// A client is the address plus the lp_client cookie; requests without the
-// cookie share one client per address.
+//   - per account, every failure from a client without a trusted device
+//     cookie for that account: after AccountFree of them, an exponential
+//     backoff (from 30 s, doubling, at most 15 min) for every such client;
+//   - per trusted device (the nonce of its signed cookie): the same backoff
+//     after DeviceFree failures, for that device only. A trusted device is
+//     exempt from the account's backoff, so the owner still gets in while
+//     a script hammers the account;
+//   - per address, failures of untrusted clients: past IPMax in Window the
+//     address is spraying, and its untrusted clients get only IPAccountFree
+//     failures per account instead of AccountFree. Accounts with fewer
+//     failures stay open to it, so a colleague behind the same NAT signs in
+//     to their own account from a fresh browser.
 type LoginThrottle struct {
-	PairFree     int
-	ClientMax    int
-	ClientWindow time.Duration
-	AccountFree  int
-	Window       time.Duration // how long failures are remembered (pair, account)
-	Now          func() time.Time
+	AccountFree   int
+	DeviceFree    int
+	IPMax         int
+	IPAccountFree int
+	Window        time.Duration // how long failures are remembered
+	Now           func() time.Time
 
 	mu      sync.Mutex
-	pair    map[string]*failures
-	client  map[string]*failures
 	account map[string]*failures
+	device  map[string]*failures
+	ip      map[string]*failures
 }
 
 type failures struct {
@@ -50,9 +58,9 @@ type failures struct {
 
 // NewLoginThrottle has the defaults described on LoginThrottle.
 func NewLoginThrottle() *LoginThrottle {
-	return &LoginThrottle{PairFree: 10, ClientMax: 100, ClientWindow: 5 * time.Minute, AccountFree: 20,
+	return &LoginThrottle{AccountFree: 10, DeviceFree: 10, IPMax: 50, IPAccountFree: 3,
 		Window: 15 * time.Minute, Now: time.Now,
-		pair: map[string]*failures{}, client: map[string]*failures{}, account: map[string]*failures{}}
+		account: map[string]*failures{}, device: map[string]*failures{}, ip: map[string]*failures{}}
 }
 
 // live returns m[key] unless it expired (window since its first failure).
@@ -80,42 +88,43 @@ func backoff(f *failures, free int, now time.Time) time.Duration {
 	return 0
 }
 
-// Allow reports whether client may try account now, and if not, how long
-// to wait.
-func (l *LoginThrottle) Allow(client, account string) (bool, time.Duration) {
+// Allow reports whether a client at ip may try account now, and if not,
+// how long to wait. device is the nonce of a valid trusted-device cookie
+// for this account, "" for every other client.
+func (l *LoginThrottle) Allow(ip, account, device string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
-	c := live(l.client, client, l.ClientWindow, now)
-	if c != nil && c.n >= l.ClientMax {
-		return false, c.first.Add(l.ClientWindow).Sub(now)
+	if device != "" {
+		wait := backoff(live(l.device, device, l.Window, now), l.DeviceFree, now)
+		return wait == 0, wait
 	}
-	p := live(l.pair, client+"\x00"+account, l.Window, now)
-	if wait := backoff(p, l.PairFree, now); wait > 0 {
+	a := live(l.account, account, l.Window, now)
+	if wait := backoff(a, l.AccountFree, now); wait > 0 {
 		return false, wait
 	}
-	if c != nil && c.n > 0 { // a failing client meets the account's backoff
-		if wait := backoff(live(l.account, account, l.Window, now), l.AccountFree, now); wait > 0 {
+	if addr := live(l.ip, ip, l.Window, now); addr != nil && addr.n >= l.IPMax {
+		if wait := backoff(a, l.IPAccountFree, now); wait > 0 {
 			return false, wait
 		}
 	}
 	return true, 0
 }
 
-// Fail records a failed login of client on account.
-func (l *LoginThrottle) Fail(client, account string) {
+// Fail records a failed login (device as for Allow).
+func (l *LoginThrottle) Fail(ip, account, device string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
-	if len(l.pair)+len(l.client)+len(l.account) > 150_000 { // bound memory under a spray of keys
-		for _, m := range []map[string]*failures{l.pair, l.client, l.account} {
+	if len(l.account)+len(l.device)+len(l.ip) > 150_000 { // bound memory under a spray of keys
+		for _, m := range []map[string]*failures{l.account, l.device, l.ip} {
 			for k := range m {
 				live(m, k, l.Window, now)
 			}
 		}
 	}
-	add := func(m map[string]*failures, key string, window time.Duration) {
-		f := live(m, key, window, now)
+	add := func(m map[string]*failures, key string) {
+		f := live(m, key, l.Window, now)
 		if f == nil {
 			f = &failures{first: now}
 			m[key] = f
@@ -123,37 +132,90 @@ func (l *LoginThrottle) Fail(client, account string) {
 		f.n++
 		f.last = now
 	}
-	add(l.pair, client+"\x00"+account, l.Window)
-	add(l.client, client, l.ClientWindow)
-	add(l.account, account, l.Window)
+	if device != "" {
+		add(l.device, device)
+		return
+	}
+	add(l.account, account)
+	add(l.ip, ip)
 }
 
-// Succeed forgets the client's failures on the account (not the account's
-// failures from other clients, nor the client's on other accounts).
-func (l *LoginThrottle) Succeed(client, account string) {
+// Succeed forgets a trusted device's failures. An untrusted success leaves
+// the account's count alone: the guesses before it still happened.
+func (l *LoginThrottle) Succeed(device string) {
+	if device == "" {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.pair, client+"\x00"+account)
+	delete(l.device, device)
 }
 
-// loginClient is the throttle's client key of r, setting the client
-// cookie when the browser has none yet.
-func (s *Server) loginClient(w http.ResponseWriter, r *http.Request) string {
-	ip := s.clientIP(r)
-	if c, err := r.Cookie(ClientCookie); err == nil && validClientID(c.Value) {
-		return ip + "|" + c.Value
-	}
+// loginSigner signs what the login hands a browser to bring back: the
+// trusted-device cookie and the tenant chooser's ticket.
+type loginSigner struct{ key []byte }
+
+func (d loginSigner) mac(parts ...string) string {
+	m := hmac.New(sha256.New, d.key)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// issue returns a new device cookie value for account.
+func (d loginSigner) issue(account string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	http.SetCookie(w, &http.Cookie{Name: ClientCookie, Value: hex.EncodeToString(b), Path: "/login",
-		MaxAge: 400 * 24 * 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secureRequest(r)})
-	return ip + "|-"
+	nonce := hex.EncodeToString(b)
+	return base64.RawURLEncoding.EncodeToString([]byte(account)) + "." + nonce + "." + d.mac("device", account, nonce)
 }
 
-func validClientID(v string) bool {
-	if len(v) != 32 {
-		return false
+// device returns the nonce of r's device cookie when the server signed it
+// for account, "" otherwise.
+func (d loginSigner) device(r *http.Request, account string) string {
+	c, err := r.Cookie(DeviceCookie)
+	if err != nil || len(c.Value) > 1024 {
+		return ""
 	}
-	_, err := hex.DecodeString(v)
-	return err == nil
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	acc, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil || string(acc) != account || !hmac.Equal([]byte(parts[2]), []byte(d.mac("device", account, parts[1]))) {
+		return ""
+	}
+	return parts[1]
+}
+
+// ticketTTL is how long the tenant chooser may take.
+const ticketTTL = 5 * time.Minute
+
+// ticket proves, for ticketTTL, that account's password opened the given
+// memberships ("tenantID:userID"), so choosing a tenant needs no second
+// password.
+func (d loginSigner) ticket(account string, members []string, now time.Time) string {
+	exp := strconv.FormatInt(now.Add(ticketTTL).Unix(), 10)
+	m := strings.Join(members, ",")
+	return base64.RawURLEncoding.EncodeToString([]byte(account)) + "." + exp + "." + m + "." + d.mac("ticket", account, exp, m)
+}
+
+// openTicket returns the account and memberships of a valid ticket.
+func (d loginSigner) openTicket(t string, now time.Time) (string, []string, bool) {
+	parts := strings.Split(t, ".")
+	if len(t) > 4096 || len(parts) != 4 {
+		return "", nil, false
+	}
+	acc, err := base64.RawURLEncoding.DecodeString(parts[0])
+	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || err2 != nil || now.Unix() > exp || !hmac.Equal([]byte(parts[3]), []byte(d.mac("ticket", string(acc), parts[1], parts[2]))) {
+		return "", nil, false
+	}
+	return string(acc), strings.Split(parts[2], ","), true
+}
+
+// trustDevice marks the browser trusted for account after a successful
+// login.
+func (s *Server) trustDevice(w http.ResponseWriter, r *http.Request, account string) {
+	http.SetCookie(w, &http.Cookie{Name: DeviceCookie, Value: s.ui.devices.issue(account), Path: "/login",
+		MaxAge: 400 * 24 * 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secureRequest(r)})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/tenants"
 )
 
@@ -155,7 +156,9 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 			WriteError(w, r, s.Log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		ctx := audit.With(WithPrincipal(r.Context(), p), audit.Context{
+			Actor: audit.Actor{Kind: audit.ActorToken, ID: p.TokenID, Name: p.Name}, IP: s.clientIP(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -184,7 +187,8 @@ func (s *Server) RequireOperator(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
+		ctx := audit.With(r.Context(), audit.Context{Actor: audit.Actor{Kind: audit.ActorOperator, Name: "operator"}, IP: s.clientIP(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -194,4 +198,38 @@ func (s *Server) RequireOperator(next http.Handler) http.Handler {
 func Tenant(r *http.Request) string {
 	p, _ := PrincipalFrom(r.Context())
 	return p.TenantID
+}
+
+// scopeGuard is the handler scope puts in front of a route: it lets the
+// principal through only with the route's scope. It is a type of its own
+// so RouteScope can tell which scope a route declares.
+type scopeGuard struct {
+	scope string
+	next  http.Handler
+}
+
+func (g *scopeGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || !p.Has(g.scope) {
+		WriteProblem(w, r, http.StatusForbidden, "this token lacks the scope "+g.scope+", which this route needs", nil)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// scope declares the scope a route needs (after RequireToken). routes.go
+// is the one place it is used.
+func scope(need string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return &scopeGuard{scope: need, next: next} }
+}
+
+// RouteScope returns the scope a route's middlewares (as chi.Walk lists
+// them) declare, "" when none does.
+func RouteScope(mws ...func(http.Handler) http.Handler) string {
+	for _, mw := range mws {
+		if g, ok := mw(http.NotFoundHandler()).(*scopeGuard); ok {
+			return g.scope
+		}
+	}
+	return ""
 }

@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile"
+	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
 )
 
@@ -155,6 +156,8 @@ func TestOpenAPISchemasMatchResponses(t *testing.T) {
 		"ReconcileRun":   reconcile.RunView{},
 		"SourceDelivery": web.DeliveryItem{},
 		"PreviewItem":    web.PreviewItem{},
+		"Token":          tenants.Token{},
+		"User":           web.APIUser{},
 	} {
 		t.Run(schema, func(t *testing.T) {
 			var documented []string

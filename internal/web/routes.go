@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/tenants"
 )
 
 // Router is the chi router type subsystems mount on.
@@ -38,19 +40,65 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/tenants", s.adminListTenants)
 	})
 
+	// The tenant API. Every route names the scope it needs here, and only
+	// here (TestEveryAPIRouteDeclaresAScope walks the router to keep it so;
+	// TestScopeMatrix tries every route with every scope).
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.RequireToken)
-		r.Get("/sources", s.listSources)
-		r.Post("/sources", s.createSource)
-		r.Get("/sources/{id}", s.getSource)
-		r.Patch("/sources/{id}", s.patchSource)
-		r.Post("/sources/{id}/rotate-secret", s.rotateSecret)
-		s.deliveryRoutes(r)
-		s.leadRoutes(r)
-		s.monitorRoutes(r)
-		s.reconcileRoutes(r)
-		s.eventRoutes(r)
-		s.rejectionRoutes(r)
+		read, write := r.With(scope(tenants.ScopeLeadsRead)), r.With(scope(tenants.ScopeLeadsWrite))
+		manage, admin := r.With(scope(tenants.ScopeSourcesManage)), r.With(scope(tenants.ScopeAdmin))
+
+		read.Get("/leads", s.apiListLeads)
+		write.Post("/leads", s.Idem.Wrap(s.apiCreateLead))
+		write.Post("/leads/bulk", s.Idem.Wrap(s.apiBulkLeads))
+		read.Get("/leads/export.csv", s.apiExportLeads)
+		read.Get("/leads/{id}", s.apiGetLead)
+		write.Patch("/leads/{id}", s.apiPatchLead)
+		read.Get("/leads/{id}/notes", s.apiListNotes)
+		write.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
+		read.Get("/leads/{id}/timeline", s.apiLeadTimeline)
+
+		manage.Get("/sources", s.listSources)
+		manage.Post("/sources", s.createSource)
+		manage.Get("/sources/{id}", s.getSource)
+		manage.Patch("/sources/{id}", s.patchSource)
+		manage.Post("/sources/{id}/rotate-secret", s.rotateSecret)
+		if s.DeliveryOps != nil {
+			manage.Get("/sources/{id}/deliveries", s.listDeliveries)
+			manage.Post("/sources/{id}/reprocess", s.reprocessSource)
+			manage.Post("/sources/{id}/preview", s.previewSource)
+			manage.Post("/deliveries/{id}/reprocess", s.reprocessDelivery)
+		}
+		manage.Get("/sources/{id}/stats", s.sourceStats)
+		manage.Get("/sources/{id}/alert-rules", s.getAlertRules)
+		manage.Put("/sources/{id}/alert-rules", s.putAlertRules)
+		manage.Delete("/sources/{id}/alert-rules", s.resetAlertRules)
+		manage.Get("/alerts", s.listAlerts)
+		manage.Get("/alerts/{id}", s.getAlert)
+		manage.Post("/alerts/{id}/ack", s.ackAlert)
+		manage.Post("/sources/{id}/reconcile", s.triggerReconcile)
+		manage.Get("/sources/{id}/reconcile-runs", s.listReconcileRuns)
+		manage.Get("/endpoints", s.listEndpoints)
+		manage.Post("/endpoints", s.createEndpoint)
+		manage.Get("/endpoints/{id}", s.getEndpoint)
+		manage.Patch("/endpoints/{id}", s.patchEndpoint)
+		manage.Delete("/endpoints/{id}", s.deleteEndpoint)
+		manage.Post("/endpoints/{id}/rotate-secret", s.rotateEndpointSecret)
+		manage.Get("/endpoints/{id}/attempts", s.listEndpointAttempts)
+		manage.Post("/endpoints/{id}/recover", s.recoverEndpoint)
+		manage.Get("/events", s.listEvents)
+		manage.Get("/events/{id}", s.getEvent)
+		manage.Get("/events/{id}/attempts", s.listEventAttempts)
+		manage.Post("/events/{id}/replay", s.replayEvent)
+		manage.Get("/sources/{id}/rejections", s.listRejections)
+
+		admin.Get("/tokens", s.apiListTokens)
+		admin.Post("/tokens", s.apiCreateToken)
+		admin.Delete("/tokens/{id}", s.apiRevokeToken)
+		admin.Get("/users", s.apiListUsers)
+		admin.Post("/users", s.apiCreateUser)
+		admin.Patch("/users/{id}", s.apiPatchUser)
+		admin.Delete("/users/{id}", s.apiDeleteUser)
 	})
 	s.uiRoutes(r)
 

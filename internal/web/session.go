@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/tenants"
 	"leadpipe/views/layouts"
 )
@@ -127,8 +127,10 @@ func (s *Server) RequireSession(next http.Handler) http.Handler {
 			s.uiError(w, r, err)
 			return
 		}
-		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role})
+		ctx := WithPrincipal(r.Context(), tenants.Principal{TenantID: u.TenantID, UserID: u.ID, Name: u.Name, Role: u.Role,
+			Scopes: tenants.ScopesOfRole(u.Role)})
 		ctx = context.WithValue(ctx, uiCtxKey{}, &uiSession{User: u, Tenant: t})
+		ctx = audit.With(ctx, audit.Context{Actor: audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Name}, IP: s.clientIP(r)})
 		// Signed-in pages are personal: never cache them anywhere.
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r.WithContext(ctx))
@@ -188,69 +190,4 @@ func (s *Server) clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// LoginLimiter counts failed logins per key in a sliding window, in memory
-// (each replica counts its own; the limit is a brake on guessing, not an
-// accounting system).
-type LoginLimiter struct {
-	Max    int
-	Window time.Duration
-	Now    func() time.Time
-
-	mu   sync.Mutex
-	hits map[string][]time.Time
-}
-
-// NewLoginLimiter allows max failures per key within window.
-func NewLoginLimiter(max int, window time.Duration) *LoginLimiter {
-	return &LoginLimiter{Max: max, Window: window, Now: time.Now, hits: map[string][]time.Time{}}
-}
-
-// recent drops expired hits of key; the caller holds mu.
-func (l *LoginLimiter) recent(key string, now time.Time) []time.Time {
-	h := l.hits[key]
-	i := 0
-	for i < len(h) && now.Sub(h[i]) >= l.Window {
-		i++
-	}
-	h = h[i:]
-	if len(h) == 0 {
-		delete(l.hits, key)
-		return nil
-	}
-	l.hits[key] = h
-	return h
-}
-
-// Allow reports whether key may try again, and if not, when.
-func (l *LoginLimiter) Allow(key string) (bool, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.Now()
-	h := l.recent(key, now)
-	if len(h) < l.Max {
-		return true, 0
-	}
-	return false, l.Window - now.Sub(h[0])
-}
-
-// Fail records a failed attempt of key.
-func (l *LoginLimiter) Fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.Now()
-	if len(l.hits) > 50_000 { // bound memory under a spray of distinct keys
-		for k := range l.hits {
-			l.recent(k, now)
-		}
-	}
-	l.hits[key] = append(l.recent(key, now), now)
-}
-
-// Reset forgets key's failures (after a successful login).
-func (l *LoginLimiter) Reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.hits, key)
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
+	"leadpipe/internal/tenants"
 	"leadpipe/views/auth"
 )
 
@@ -35,7 +38,6 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.loginClient(w, r) // the throttle's client cookie, before the first try
 	v := auth.LoginView{}
 	if next != "" && safeNext(next) == next {
 		v.Next = next
@@ -59,17 +61,19 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	if next := r.PostFormValue("next"); next != "" && safeNext(next) == next {
 		v.Next = next
 	}
-	client := s.loginClient(w, r)
-	if ok, wait := s.ui.logins.Allow(client, email); !ok {
+	ip, device := s.clientIP(r), s.ui.devices.device(r, email)
+	if ok, wait := s.ui.logins.Allow(ip, email, device); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
-		v.Limited = "Too many failed sign-ins from this browser. Try again in " + waitText(wait) + "."
+		v.Limited = "Too many failed sign-ins to this account. Try again in " + waitText(wait) +
+			", or from a browser you have signed in with before."
 		s.render(w, r, http.StatusTooManyRequests, auth.Login(v))
 		return
 	}
-	u, err := s.Tenants.Authenticate(r.Context(), email, password)
+	ctx := audit.With(r.Context(), audit.Context{IP: ip})
+	logins, err := s.Tenants.Authenticate(ctx, email, password, r.PostFormValue("tenant"))
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
-			s.ui.logins.Fail(client, email)
+			s.ui.logins.Fail(ip, email, device)
 			v.Error = "Check both and try again. Passwords are case-sensitive."
 			s.render(w, r, http.StatusUnprocessableEntity, auth.Login(v))
 			return
@@ -77,14 +81,63 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	s.ui.logins.Succeed(client, email)
-	cookie, err := s.Tenants.CreateSession(r.Context(), u)
+	s.ui.logins.Succeed(device)
+	s.trustDevice(w, r, email)
+	if len(logins) > 1 {
+		// One person in several tenants: ask which one this session is for.
+		cv := auth.ChooseView{Email: email, Next: v.Next}
+		members := make([]string, len(logins))
+		for i, l := range logins {
+			members[i] = l.Tenant.ID + ":" + l.User.ID
+			cv.Tenants = append(cv.Tenants, auth.TenantChoice{ID: l.Tenant.ID, Name: l.Tenant.Name, Slug: l.Tenant.Slug})
+		}
+		cv.Ticket = s.ui.devices.ticket(email, members, time.Now())
+		s.render(w, r, http.StatusOK, auth.ChooseTenant(cv))
+		return
+	}
+	s.startSession(ctx, w, r, logins[0].User, v.Next)
+}
+
+// loginChooseTenant is the chooser's answer: the ticket proves the
+// password opened the chosen tenant a moment ago.
+func (s *Server) loginChooseTenant(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	next := r.PostFormValue("next")
+	if safeNext(next) != next {
+		next = ""
+	}
+	email, members, ok := s.ui.devices.openTicket(r.PostFormValue("ticket"), time.Now())
+	chosen := r.PostFormValue("tenant")
+	for _, m := range members {
+		tenantID, userID, _ := strings.Cut(m, ":")
+		if !ok || tenantID != chosen {
+			continue
+		}
+		ctx := audit.With(r.Context(), audit.Context{IP: s.clientIP(r)})
+		l, err := s.Tenants.Member(ctx, tenantID, userID)
+		if err != nil {
+			break
+		}
+		s.startSession(ctx, w, r, l.User, next)
+		return
+	}
+	s.render(w, r, http.StatusUnprocessableEntity, auth.Login(auth.LoginView{Email: email, Next: next,
+		Error: "That choice expired or was not yours to make. Sign in again."}))
+}
+
+// startSession signs u in and sends the browser on.
+func (s *Server) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, u tenants.User, next string) {
+	cookie, err := s.Tenants.CreateSession(ctx, u)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
 	s.setSessionCookie(w, r, cookie)
-	seeOther(w, r, safeNext(v.Next))
+	seeOther(w, r, safeNext(next))
 }
 
 func waitText(d time.Duration) string {
@@ -100,7 +153,8 @@ func waitText(d time.Duration) string {
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		if err := s.Tenants.EndSession(r.Context(), c.Value); err != nil {
+		ctx := audit.With(r.Context(), audit.Context{IP: s.clientIP(r)})
+		if err := s.Tenants.EndSession(ctx, c.Value); err != nil {
 			s.uiError(w, r, err)
 			return
 		}

@@ -22,7 +22,9 @@ var uiForms = []struct {
 		},
 		`SELECT COUNT(*) FROM users WHERE tenant_id = ? AND name = 'Sam Staff'`},
 	{"tokens", "/settings/tokens", "token-form", "/settings/tokens",
-		func(i int) url.Values { return url.Values{"name": {"CRM sync " + formSuffix(i)}} },
+		func(i int) url.Values {
+			return url.Values{"name": {"CRM sync " + formSuffix(i)}, "scopes": {"sources:manage"}}
+		},
 		`SELECT COUNT(*) FROM api_tokens WHERE tenant_id = ? AND name LIKE 'CRM sync%'`},
 	{"sources", "/sources", "source-form", "/sources",
 		func(i int) url.Values {

@@ -6,19 +6,22 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"leadpipe/internal/atrest"
 	"leadpipe/views/assets"
 )
 
 // uiState is the web UI's per-router state.
 type uiState struct {
-	logins *LoginThrottle // failed logins per client+account, client and account
-	csrf   *http.CrossOriginProtection
+	logins  *LoginThrottle // failed logins per account, trusted device and address
+	devices loginSigner    // trusted-device cookies (the throttle exempts them) and chooser tickets
+	csrf    *http.CrossOriginProtection
 }
 
 func (s *Server) newUIState() *uiState {
 	u := &uiState{
-		logins: NewLoginThrottle(),
-		csrf:   http.NewCrossOriginProtection(),
+		logins:  NewLoginThrottle(),
+		devices: loginSigner{key: atrest.Derive(s.Cfg.SecretKey, "leadpipe/device-cookie/v1")},
+		csrf:    http.NewCrossOriginProtection(),
 	}
 	u.csrf.SetDenyHandler(http.HandlerFunc(s.uiCrossOrigin))
 	return u
@@ -39,6 +42,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 		r.Get("/", s.uiRoot)
 		r.Get("/login", s.loginPage)
 		r.Post("/login", s.loginSubmit)
+		r.Post("/login/tenant", s.loginChooseTenant)
 		r.Post("/logout", s.logout)
 
 		r.Group(func(r chi.Router) {
@@ -70,6 +74,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/users", s.uiCreateUser)
 				r.Post("/settings/users/{id}/role", s.uiUserRole)
 				r.Post("/settings/users/{id}/disabled", s.uiUserDisabled)
+				r.Post("/settings/users/{id}/remove", s.uiRemoveUser)
 				r.Get("/settings/tokens", s.uiTokens)
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,12 +97,9 @@ func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
 		seeOther(w, r, "/settings/users")
 		return
 	}
-	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
-	if err == nil {
-		err = s.Tenants.SetUserRole(r.Context(), sess.Tenant.ID, id, r.PostFormValue("role"))
-	}
-	if err != nil {
-		s.uiError(w, r, err)
+	role := r.PostFormValue("role")
+	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Role: &role})
+	if s.userChangeFailed(w, r, err) {
 		return
 	}
 	s.setFlash(w, r, u.Name+" is now "+roleWord(r.PostFormValue("role"))+".")
@@ -132,12 +130,9 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	disable := r.PostFormValue("disabled") == "true"
-	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
-	if err == nil {
-		err = s.Tenants.SetUserDisabled(r.Context(), sess.Tenant.ID, id, disable)
-	}
-	if err != nil {
-		s.uiError(w, r, err)
+	active := !disable
+	u, err := s.Tenants.UpdateUser(r.Context(), sess.Tenant.ID, id, tenants.UserPatch{Active: &active})
+	if s.userChangeFailed(w, r, err) {
 		return
 	}
 	if disable {
@@ -145,6 +140,43 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.setFlash(w, r, "Enabled "+u.Name+"; they can sign in again.")
 	}
+	seeOther(w, r, "/settings/users")
+}
+
+// userChangeFailed answers a failed change from the users page: a refused
+// one (the last admin) as a notice on the page, anything else as an error.
+func (s *Server) userChangeFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case apperr.Is(err, apperr.Conflict):
+		var e *apperr.Error
+		errors.As(err, &e)
+		s.setFlashError(w, r, e.Message)
+		seeOther(w, r, "/settings/users")
+	default:
+		s.uiError(w, r, err)
+	}
+	return true
+}
+
+// uiRemoveUser removes a user from this tenant (not yourself).
+func (s *Server) uiRemoveUser(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if id == sess.User.ID {
+		s.setFlash(w, r, "You cannot remove yourself; ask another admin.")
+		seeOther(w, r, "/settings/users")
+		return
+	}
+	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
+	if err == nil {
+		err = s.Tenants.DeleteUser(r.Context(), sess.Tenant.ID, id)
+	}
+	if s.userChangeFailed(w, r, err) {
+		return
+	}
+	s.setFlash(w, r, "Removed "+u.Name+" from this workspace.")
 	seeOther(w, r, "/settings/users")
 }
 
@@ -164,7 +196,8 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 	}
 	v := settings.TokensView{Page: s.page(w, r, "API tokens", "tokens"), FormKey: newFormKey(), Now: time.Now()}
 	for _, t := range ts {
-		row := settings.Token{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
+		row := settings.Token{ID: t.ID, Name: t.Name, Scopes: t.Scopes, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+			LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
 		if t.CreatedBy != nil {
 			row.CreatedBy = names[*t.CreatedBy]
 		}
@@ -190,11 +223,18 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := sessionFrom(r.Context())
-	name := strings.TrimSpace(r.PostFormValue("name"))
+	in := tenants.TokenInput{Name: strings.TrimSpace(r.PostFormValue("name")), Scopes: r.PostForm["scopes"]}
+	expiry := r.PostFormValue("expires")
+	if days, err := strconv.Atoi(expiry); err == nil && days > 0 && days <= 3650 {
+		at := time.Now().UTC().AddDate(0, 0, days)
+		in.ExpiresAt = &at
+	} else {
+		expiry = ""
+	}
 	var secret string
 	_, err := s.uiOnce(r.Context(), sess.Tenant.ID, r.PostFormValue("key"), "tokens", func(k *idempotency.Key) (string, error) {
 		by := sess.User.ID
-		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, name, &by, idempotency.Once[tenants.Token]{Key: k,
+		_, plain, err := s.Tenants.CreateTokenOnce(r.Context(), sess.Tenant.ID, in, &by, idempotency.Once[tenants.Token]{Key: k,
 			Respond: func(tenants.Token) (idempotency.Response, error) {
 				return idempotency.SeeOther("/settings/tokens"), nil
 			}})
@@ -202,10 +242,10 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		return "/settings/tokens", err
 	})
 	status := http.StatusOK
-	var formErr string
+	var fe map[string]string
 	switch {
 	case apperr.Is(err, apperr.Invalid):
-		status, formErr = http.StatusUnprocessableEntity, "Give the token a name (at most 200 characters)."
+		status, fe = http.StatusUnprocessableEntity, fieldErrors(err)
 	case err != nil:
 		s.uiError(w, r, err)
 		return
@@ -215,9 +255,18 @@ func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, verr)
 		return
 	}
-	v.FormError = formErr
+	if fe != nil {
+		v.FormName, v.FormScopes, v.FormExpiry = in.Name, in.Scopes, expiry
+		v.FormError, v.ScopesError = fe["name"], fe["scopes"]
+		if fe["name"] != "" {
+			v.FormError = "Give the token a name (at most 200 characters)."
+		}
+		if fe["scopes"] != "" {
+			v.ScopesError = "Pick at least one scope."
+		}
+	}
 	if secret != "" {
-		v.NewName, v.NewSecret = name, secret
+		v.NewName, v.NewSecret = in.Name, secret
 	} else if err == nil {
 		// A repeated submit of the same form: the token exists and its
 		// secret was shown on the first answer only.

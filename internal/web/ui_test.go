@@ -161,7 +161,12 @@ func TestUILoginLogoutAndRedirects(t *testing.T) {
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/leads?status=new" {
 		t.Fatalf("login: %d %q", p.status, p.header.Get("Location"))
 	}
-	sc := p.header.Get("Set-Cookie")
+	sc := ""
+	for _, c := range p.header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "leadpipe_session=") {
+			sc = c
+		}
+	}
 	if !strings.Contains(sc, "leadpipe_session=") || !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Lax") || strings.Contains(sc, "Secure") {
 		t.Fatalf("cookie %q", sc)
 	}
@@ -413,7 +418,7 @@ func TestUIFormsCreateOnce(t *testing.T) {
 
 	// Tokens: the secret shows once; the repeat says it was shown.
 	tk := b.get("/settings/tokens").input(`[data-testid="token-form"]`, "key")
-	p = b.post("/settings/tokens", url.Values{"name": {"CRM sync"}, "key": {tk}})
+	p = b.post("/settings/tokens", url.Values{"name": {"CRM sync"}, "scopes": {"sources:manage"}, "expires": {"30"}, "key": {tk}})
 	secret, _ := p.testid("new-token").Find("input").Attr("value")
 	if p.status != 200 || !strings.HasPrefix(secret, "lp_") {
 		t.Fatalf("token: %d %q", p.status, secret)
@@ -421,7 +426,14 @@ func TestUIFormsCreateOnce(t *testing.T) {
 	if r := e.Do("GET", "/api/v1/sources", secret, nil); r.Status != 200 {
 		t.Fatalf("new token does not work: %d", r.Status)
 	}
-	p = b.post("/settings/tokens", url.Values{"name": {"CRM sync"}, "key": {tk}})
+	if r := e.Do("GET", "/api/v1/leads", secret, nil); r.Status != http.StatusForbidden {
+		t.Fatalf("a sources:manage token reads leads: %d", r.Status)
+	}
+	if row := p.testid("token-row").First(); !strings.Contains(row.Find(`[data-testid="token-scopes"]`).Text(), "sources:manage") ||
+		row.Find(`[data-testid="token-expires"] time`).Length() != 1 {
+		t.Fatalf("the new token's scopes and expiry are not shown: %q", row.Text())
+	}
+	p = b.post("/settings/tokens", url.Values{"name": {"CRM sync"}, "scopes": {"sources:manage"}, "expires": {"30"}, "key": {tk}})
 	if p.testid("new-token").Length() != 0 || p.testid("token-row").Length() != 2 {
 		t.Fatalf("repeat token post: secret shown again or second token (%d rows)", p.testid("token-row").Length())
 	}

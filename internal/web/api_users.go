@@ -1,0 +1,82 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/tenants"
+)
+
+// APIUser is a user as the users API shows it.
+type APIUser struct {
+	ID         string     `json:"id"`
+	Email      string     `json:"email"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	Active     bool       `json:"active"`
+	DisabledAt *time.Time `json:"disabled_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+func toAPIUser(u tenants.User) APIUser {
+	return APIUser{ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Active: u.DisabledAt == nil,
+		DisabledAt: u.DisabledAt, CreatedAt: u.CreatedAt}
+}
+
+// apiListUsers is GET /api/v1/users.
+func (s *Server) apiListUsers(w http.ResponseWriter, r *http.Request) {
+	us, err := s.Tenants.Users(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	items := make([]APIUser, 0, len(us))
+	for _, u := range us {
+		items = append(items, toAPIUser(u))
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+}
+
+// apiCreateUser is POST /api/v1/users {"email","name","role","password"?}.
+func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
+	var in tenants.CreateUserInput
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	u, err := s.Tenants.CreateUser(r.Context(), Tenant(r), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/users/"+u.ID)
+	WriteJSON(w, http.StatusCreated, toAPIUser(u))
+}
+
+// apiPatchUser is PATCH /api/v1/users/{id} {"name"?,"role"?,"active"?}.
+func (s *Server) apiPatchUser(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	var p tenants.UserPatch
+	if err := DecodeJSON(w, r, &p); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), id, p)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, toAPIUser(u))
+}
+
+// apiDeleteUser is DELETE /api/v1/users/{id}: the user leaves this tenant.
+func (s *Server) apiDeleteUser(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := s.Tenants.DeleteUser(r.Context(), Tenant(r), id); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
