@@ -7,6 +7,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/rejections"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -42,7 +43,7 @@ func (a *App) wireIngest(ctx context.Context) error {
 	})
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
-		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: a.Now}
+		Dispatch: dispatch, Stats: a.Stats, Rejections: a.wireRejections(), Log: a.Log, Now: a.Now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	a.Web.Hooks = a.Ingest
@@ -59,4 +60,19 @@ func (a *App) wireIngest(ctx context.Context) error {
 	})
 	a.Jobs.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})
 	return nil
+}
+
+// wireRejections starts the rejected-request sampler (flushed each second
+// and on shutdown) and gives the API and the source page its list.
+func (a *App) wireRejections() *rejections.Recorder {
+	rec := rejections.NewRecorder(a.DB, a.Log.With("component", "rejections"))
+	rec.Start()
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rec.Flush(ctx) })
+	a.closers = append(a.closers, func() { // before the DB closes
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rec.Close(ctx)
+	})
+	a.Web.Rejections = &rejections.Service{DB: a.DB, Now: a.Now}
+	return rec
 }

@@ -44,8 +44,10 @@ type Ingest struct {
 	// Dispatch enqueues each fresh delivery's task beside the response.
 	Dispatch *Dispatcher
 	Stats    monitor.Sink
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Rejections keeps refused requests for inspection (nil: counted only).
+	Rejections RejectionSink
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Response bodies.
@@ -92,6 +94,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			result = "too_large"
+			in.recordRejection(r, res, kinds.ReasonTooLarge, nil, body, in.now())
 			web.WriteProblem(w, r, http.StatusRequestEntityTooLarge, "webhook body is larger than 1 MiB", nil)
 			return
 		}
@@ -101,6 +104,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
+		in.recordRejection(r, res, "", err, body, in.now())
 		web.WriteError(w, r, in.Log, err)
 		return
 	}
@@ -112,6 +116,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		result = "rejected"
 		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
+		in.recordRejection(r, res, "", err, body, now)
 		web.WriteProblem(w, r, http.StatusUnauthorized, signatureDetail(err), nil)
 		return
 	}
