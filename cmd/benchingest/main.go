@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -32,6 +33,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
@@ -39,6 +42,7 @@ import (
 	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/tracing"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -80,6 +84,7 @@ func run() error {
 	logLevel := flag.String("log-level", "info", "with -e2e: the processes' LEADPIPE_LOG_LEVEL (info: a line per request, as deployed)")
 	profile := flag.String("profile", "", "with -e2e: build the server and the worker with -tags pprof and write their CPU profiles of (d) into this directory")
 	samples := flag.Int("read-samples", 10, "with -e2e: deliveries per second of (d) followed until their lead is readable through the API (0: none)")
+	traceRatio := flag.Float64("trace-ratio", 0, "also run (b) with tracing on, sampling this ratio of traces (e.g. 0.01), the spans exported over OTLP/HTTP to a local receiver that discards them; alternating with (b)")
 	flag.Parse()
 	if *rounds < 1 {
 		*rounds = 1
@@ -280,6 +285,32 @@ func run() error {
 	}
 
 	phases := []*phase{ra, rmin, rprep, hb}
+	// (b) with tracing on: the same mix of requests of its own.
+	var ht *phase
+	var traced *sdktrace.TracerProvider
+	var exported atomic.Int64
+	if *traceRatio > 0 {
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, _ := io.Copy(io.Discard, r.Body)
+			exported.Add(n)
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer sink.Close()
+		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
+		if err != nil {
+			return err
+		}
+		traced = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*traceRatio))))
+		defer traced.Shutdown(context.Background())
+		tf := newFeed(secret, host, path, *dupFrac, 2_000_000_000)
+		ht = &phase{name: "b-traced", feed: tf}
+		ht.fn = func() error {
+			_, err := send(tf.at(ht.take()))
+			return err
+		}
+		phases = append(phases, ht)
+	}
 	best := 0.0 // the best rate of any phase so far, to size what is signed ahead
 	runPhase := func(ph *phase) error {
 		if err := ph.prepare(best, slice); err != nil {
@@ -301,7 +332,12 @@ func run() error {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if err := runPhase(ph); err != nil {
+			if ph == ht {
+				tracing.Install(traced)
+			}
+			err := runPhase(ph)
+			tracing.Install(nil)
+			if err != nil {
 				return err
 			}
 		}
@@ -342,6 +378,15 @@ func run() error {
 	fmt.Printf("ratio b/a = %.2f at %.0f %% duplicates (targets: ≥ 1.0 at 10 %%, ≥ 1.2 at 90 %%), p99 ack latency %s (target ≤ 25ms)\n",
 		hb.rate(secs)/ra.rate(secs), 100*float64(dups.Load())/float64(max(dups.Load()+accepted.Load(), 1)), pct(hb.lat, 99))
 	fmt.Printf("    against the references: minimal table %.2f, prepared statement %.2f\n", hb.rate(secs)/rmin.rate(secs), hb.rate(secs)/rprep.rate(secs))
+	if ht != nil {
+		var per []string
+		for i := range ht.per {
+			per = append(per, fmt.Sprintf("%.2f", ht.per[i]/hb.per[i]))
+		}
+		fmt.Printf("(b') the same with tracing on, sampling %g: %.0f req/s  p99 %s  CPU per request %s; %d bytes of spans exported\n",
+			*traceRatio, ht.rate(secs), pct(ht.lat, 99), ht.cpuPer(), exported.Load())
+		fmt.Printf("    b'/b = %.3f (each round: %s); b'/a = %.2f\n", ht.rate(secs)/hb.rate(secs), strings.Join(per, " "), ht.rate(secs)/ra.rate(secs))
+	}
 	if n := mixed.onDemand.Load() + fresh.onDemand.Load(); n > 0 {
 		fmt.Printf("    %d requests were signed on demand (a round outran the requests signed ahead): the load generator's CPU weighs a little more in those rounds\n", n)
 	}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
+	"leadpipe/internal/tracing"
 	"leadpipe/internal/web"
 )
 
@@ -72,6 +74,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := app.NewLogger(cfg, stderr)
 	if cmd == "serve" || cmd == "demo" {
 		log.Info("CPUs running Go code (LEADPIPE_PROCS)", "gomaxprocs", app.SetProcs(cfg, getenv), "cpus", runtime.NumCPU())
+	}
+	if cmd == "serve" || cmd == "demo" {
+		stop, err := startTracing(ctx, getenv, "leadpipe-server", log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	switch cmd {
 	case "serve":
@@ -231,4 +240,24 @@ func healthcheck(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("healthz answered %d", res.StatusCode)
 	}
 	return nil
+}
+
+// startTracing turns OpenTelemetry tracing on when the OTEL_* variables
+// ask for it (README "Tracing"); the returned function flushes it.
+func startTracing(ctx context.Context, getenv func(string) string, service string, log *slog.Logger) (func(), error) {
+	shutdown, err := tracing.Setup(ctx, getenv, service)
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_*): %w", err)
+	}
+	if tracing.Enabled() {
+		log.Info("tracing on", "endpoint", cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
+			"sampler", cmp.Or(getenv("OTEL_TRACES_SAMPLER"), "parentbased_always_on"), "sampler_arg", getenv("OTEL_TRACES_SAMPLER_ARG"))
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Warn("flushing traces failed", "err", err)
+		}
+	}, nil
 }

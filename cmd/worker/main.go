@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/app"
 	"leadpipe/internal/config"
+	"leadpipe/internal/tracing"
 )
 
 func main() {
@@ -44,6 +45,15 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	}
 	log := app.NewLogger(cfg, os.Stderr).With("process", "worker")
 	log.Info("CPUs running Go code (LEADPIPE_PROCS)", "gomaxprocs", app.SetProcs(cfg, getenv), "cpus", runtime.NumCPU())
+	shutdown, err := tracing.Setup(ctx, getenv, "leadpipe-worker")
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_*): %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+	}()
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

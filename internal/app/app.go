@@ -25,6 +25,7 @@ import (
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/tracing"
 	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/deliveries"
@@ -64,10 +65,11 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
+	// Lines logged with a traced context carry its trace_id and span_id.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // Open connects to MySQL (creating the database if needed), applies

@@ -7,6 +7,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/rejections"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -32,10 +33,17 @@ func (a *App) wireIngest(ctx context.Context) error {
 	sdone := make(chan struct{})
 	go func() { defer close(sdone); sightings.Run(sctx) }()
 	a.closers = append(a.closers, func() { stop(); <-sdone })
+	// Duplicates answered from memory are written by the claimer's flush
+	// (at shutdown before the sightings' last flush, which they feed).
+	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log}
+	a.flushers = append(a.flushers, func(ctx context.Context) {
+		if err := claimer.Shutdown(ctx); err != nil {
+			a.Log.Error("writing the last duplicate counts failed", "err", err)
+		}
+	})
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
-	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add}
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
-		Dispatch: dispatch, Stats: a.Stats, Log: a.Log, Now: a.Now}
+		Dispatch: dispatch, Stats: a.Stats, Rejections: a.wireRejections(), Log: a.Log, Now: a.Now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	a.Web.Hooks = a.Ingest
@@ -52,4 +60,19 @@ func (a *App) wireIngest(ctx context.Context) error {
 	})
 	a.Jobs.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})
 	return nil
+}
+
+// wireRejections starts the rejected-request sampler (flushed each second
+// and on shutdown) and gives the API and the source page its list.
+func (a *App) wireRejections() *rejections.Recorder {
+	rec := rejections.NewRecorder(a.DB, a.Log.With("component", "rejections"))
+	rec.Start()
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rec.Flush(ctx) })
+	a.closers = append(a.closers, func() { // before the DB closes
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rec.Close(ctx)
+	})
+	a.Web.Rejections = &rejections.Service{DB: a.DB, Now: a.Now}
+	return rec
 }

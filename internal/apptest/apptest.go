@@ -37,6 +37,7 @@ const (
 	RedisBench
 	RedisJobs
 	RedisApp
+	RedisTracing
 )
 
 // Options tune an Env.

@@ -45,6 +45,9 @@ type Config struct {
 	ShutdownTimeout     time.Duration
 	SweepAfter          time.Duration
 	TrustProxyHeaders   bool
+	// DuplicateMemory bounds the duplicate fast path in bytes (negative:
+	// off; see internal/webhooks/dupfast.go).
+	DuplicateMemory int64
 }
 
 // Var describes one environment variable for the README and errors.
@@ -205,6 +208,50 @@ var Vars = []Var{
 		c.LogFormat = v
 		return nil
 	}},
+	{Name: "LEADPIPE_DUPLICATE_MEMORY", Default: "32MiB", Help: "memory per server process for answering duplicates of committed deliveries without a database round trip (their delivery ids, and the counts waiting for the next flush); 0 turns that off", parse: func(c *Config, v string) error {
+		n, err := parseBytes(v)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			n = -1
+		}
+		c.DuplicateMemory = n
+		return nil
+	}},
+	// OpenTelemetry tracing (internal/tracing): the standard variables,
+	// read by the SDK; listed here for `server config` and checked early.
+	{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Help: "OTLP/HTTP collector base URL (e.g. http://localhost:4318); set it (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to turn tracing on. Unset: tracing off", parse: func(c *Config, v string) error {
+		if v != "" {
+			if u, err := url.Parse(v); err != nil || u.Host == "" {
+				return fmt.Errorf("want a URL like http://localhost:4318")
+			}
+		}
+		return nil
+	}},
+	{Name: "OTEL_SERVICE_NAME", Default: "", Help: "service name on the spans (default leadpipe-server / leadpipe-worker)", parse: func(*Config, string) error { return nil }},
+	{Name: "OTEL_TRACES_SAMPLER", Default: "", Help: "always_on, always_off, traceidratio, parentbased_always_on (the SDK's default), parentbased_always_off or parentbased_traceidratio", parse: func(c *Config, v string) error {
+		switch v {
+		case "", "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio":
+			return nil
+		}
+		return fmt.Errorf("want always_on, always_off, traceidratio or parentbased_…")
+	}},
+	{Name: "OTEL_TRACES_SAMPLER_ARG", Default: "", Help: "the ratio of the traceidratio samplers, 0 to 1 (0.01: one trace in a hundred)", parse: func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > 1 {
+			return fmt.Errorf("want a number from 0 to 1")
+		}
+		return nil
+	}},
+	{Name: "OTEL_SDK_DISABLED", Default: "false", Help: "true: tracing off whatever else is set", parse: func(c *Config, v string) error {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
 	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -213,6 +260,25 @@ var Vars = []Var{
 		c.TrustProxyHeaders = b
 		return nil
 	}},
+}
+
+// parseBytes reads a size: bytes, or a number with KiB, MiB or GiB.
+func parseBytes(v string) (int64, error) {
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a size like 32MiB, 512KiB or 1048576 (bytes)")
+	}
+	return n * mult, nil
 }
 
 func durationVar(set func(*Config, time.Duration)) func(*Config, string) error {

@@ -22,6 +22,7 @@ var tableOwners = map[string]string{
 	"source_stats_minute": "internal/monitor", "source_stats_hour": "internal/monitor", "source_stats_day": "internal/monitor",
 	"alert_rules": "internal/monitor", "alerts": "internal/monitor", "alert_events": "internal/monitor",
 	"audit_log":    "internal/audit",
+	"rejections":   "internal/rejections",
 	"installation": "internal/db",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",

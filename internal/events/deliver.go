@@ -21,6 +21,10 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/outbound"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"leadpipe/internal/tracing"
 )
 
 // Attempt outcomes.
@@ -101,6 +105,8 @@ func strp(s string) *string { return &s }
 // send makes the HTTP request and fills in the attempt's outcome; it
 // returns the Retry-After of a 429 or 503 (0 if none).
 func (s *Service) send(ctx context.Context, ep Endpoint, ev EventRow, keys [][]byte, a *Attempt) time.Duration {
+	ctx, span := startAttempt(ctx, ev, ep, a)
+	defer func() { endAttempt(span, a) }()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	ts := a.AttemptedAt
@@ -109,6 +115,7 @@ func (s *Service) send(ctx context.Context, ep Endpoint, ev EventRow, keys [][]b
 		a.Outcome, a.Error = OutcomeFailed, strp("invalid endpoint URL: "+err.Error())
 		return 0
 	}
+	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // traceparent, when tracing is on
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Leadpipe-Webhooks/1.0")
 	req.Header.Set("webhook-id", ev.ID)

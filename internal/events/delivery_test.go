@@ -381,3 +381,53 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		t.Fatalf("after revoke: %+v", got[2])
 	}
 }
+
+// Recover sends at once what waits for a retry, not only what failed or
+// was never sent: an event whose first attempt failed (next try in 5 s on
+// the schedule) goes out on Recover without the clock moving.
+func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
+	e := newEnv(t, envOpts{allowPrivate: true})
+	r := newReceiver(t)
+	var mu sync.Mutex
+	up := false
+	r.answer = func(n int, w http.ResponseWriter) {
+		mu.Lock()
+		defer mu.Unlock()
+		if up {
+			w.WriteHeader(204)
+			return
+		}
+		w.WriteHeader(500)
+	}
+	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
+	r.setSecrets(ep.Secret)
+	start := e.Clock.Now()
+	id := ids.New()
+	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.settle()
+	if r.count() != 1 {
+		t.Fatalf("first attempt: %d requests", r.count())
+	}
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	e.settle() // the clock has not moved: the retry still waits
+	if r.count() != 1 {
+		t.Fatalf("the retry went before its time: %d requests", r.count())
+	}
+	n, err := e.S.Recover(context.Background(), e.Tenants[0], ep.ID, events.RecoverInput{Since: &start})
+	if err != nil || n != 1 {
+		t.Fatalf("recover: %d, %v (want 1)", n, err)
+	}
+	e.settle()
+	if r.count() != 2 {
+		t.Fatalf("after recover: %d requests, want 2", r.count())
+	}
+	var got []string
+	for _, g := range r.requests() {
+		got = append(got, g.ID)
+	}
+	if got[1] != got[0] {
+		t.Fatalf("recover sent %v", got)
+	}
+}

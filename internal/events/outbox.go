@@ -9,6 +9,8 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+
+	"leadpipe/internal/tracing"
 )
 
 // Outbox writes events in the caller's transaction. The zero value works
@@ -62,8 +64,14 @@ ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)`, tenantID, ev.ResourceID)
 	if err != nil {
 		return fmt.Errorf("events: encoding the envelope: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (tenant_id, id, type, resource_id, sequence, body, created_at, pending)
-VALUES (?, ?, ?, ?, ?, ?, ?, 1)`, tenantID, env.ID, env.Type, ev.ResourceID, seq, body, now)
+	// The emitting span's context, for the outbound attempts' spans and
+	// their traceparent header (NULL when tracing is off).
+	var tp *string
+	if t := tracing.Traceparent(ctx); t != "" {
+		tp = &t
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (tenant_id, id, type, resource_id, sequence, body, created_at, pending, traceparent)
+VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)`, tenantID, env.ID, env.Type, ev.ResourceID, seq, body, now, tp)
 	if err != nil {
 		return fmt.Errorf("events: outbox insert: %w", err)
 	}

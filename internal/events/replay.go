@@ -145,6 +145,15 @@ WHERE d.tenant_id = ? AND d.endpoint_id = ? AND d.state = 'failed' AND e.created
 		return 0, err
 	}
 	total += int(k)
+	// What waits for its next retry goes at once too: recovering means the
+	// endpoint works again, so its backlog need not sit out the schedule.
+	k, err = execRC(ctx, s.DB, `UPDATE event_deliveries d JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
+SET d.next_attempt_at = ?, d.updated_at = ?
+WHERE d.tenant_id = ? AND d.endpoint_id = ? AND d.state = 'pending' AND d.next_attempt_at > ? AND e.created_at >= ?`, now, now, tenantID, ep.ID, now, since)
+	if err != nil {
+		return 0, err
+	}
+	total += int(k)
 	if err := s.Pump(ctx, tenantID, ep.ID); err != nil {
 		s.log().Warn("events: enqueue after recover failed; the sweeper retries", "tenant_id", tenantID, "endpoint_id", ep.ID, "err", err)
 	}

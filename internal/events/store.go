@@ -120,6 +120,8 @@ type EventRow struct {
 	CreatedAt  time.Time `db:"created_at" json:"created_at"`
 	// Pending is 1 until the relay fanned the event out.
 	Pending *int `db:"pending" json:"-"`
+	// Traceparent is the emitting span's W3C context (tracing on only).
+	Traceparent *string `db:"traceparent" json:"-"`
 }
 
 // DeliveryRow is one (event, endpoint) delivery.
@@ -192,7 +194,7 @@ WHERE a.tenant_id = ? AND a.` + column + ` = ?`
 
 func getEvent(ctx context.Context, x db.Ext, tenantID, id string) (EventRow, error) {
 	var e EventRow
-	err := x.GetContext(ctx, &e, `SELECT tenant_id, id, type, resource_id, sequence, body, created_at, pending
+	err := x.GetContext(ctx, &e, `SELECT tenant_id, id, type, resource_id, sequence, body, created_at, pending, traceparent
 FROM events WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	return e, err
 }

@@ -18,6 +18,10 @@ import (
 	"leadpipe/internal/reconcile/pull"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"leadpipe/internal/tracing"
 )
 
 // maxErrorLen fits reconcile_runs.last_error.
@@ -27,7 +31,9 @@ const maxErrorLen = 1024
 // error only when the outcome could not be recorded (the database is down),
 // so the task is retried and resumes the run; everything that goes wrong
 // with the sender is recorded on the run instead.
-func (s *Service) execute(ctx context.Context, run Run) error {
+func (s *Service) execute(ctx context.Context, run Run) (err error) {
+	ctx, span := tracing.StartKind(ctx, "reconcile.run", trace.SpanKindConsumer)
+	defer func() { endRunSpan(span, run, err) }()
 	log := s.log().With("tenant_id", run.TenantID, "source_id", run.SourceID, "run_id", run.ID)
 	start := s.now()
 	// Counters restart: a resumed run re-reads its window, and the upserts

@@ -429,9 +429,8 @@ func (s *Service) SetCursor(ctx context.Context, tenantID, id string, cursor tim
 // for the ingest path. Unknown tenant and unknown source are the same
 // NotFound. Results are cached for CacheTTL.
 func (s *Service) Resolve(ctx context.Context, tenantSlug, sourceSlug string) (Resolved, error) {
-	notFound := apperr.New(apperr.NotFound, "no such webhook endpoint")
 	if !slugRE(tenantSlug) || !slugRE(sourceSlug) {
-		return Resolved{}, notFound
+		return Resolved{}, apperr.New(apperr.NotFound, "no such webhook endpoint")
 	}
 	key := tenantSlug + "/" + sourceSlug
 	now := time.Now()
@@ -445,7 +444,7 @@ func (s *Service) Resolve(ctx context.Context, tenantSlug, sourceSlug string) (R
 	}
 	r, err := s.resolve(ctx, tenantSlug, sourceSlug)
 	if err != nil && apperr.Is(err, apperr.NotFound) {
-		err = notFound
+		err = apperr.New(apperr.NotFound, "no such webhook endpoint")
 	} else if err != nil {
 		return r, err // do not cache outages
 	}

@@ -31,8 +31,9 @@ type DeliveryItem struct {
 	LeadID      *string    `json:"lead_id"`
 	Duplicates  int        `json:"duplicates"`
 	// Raw is the stored body (the UI's failed list shows it; the API
-	// leaves it out).
-	Raw []byte `json:"-"`
+	// leaves it out), SenderID the sender's delivery id (UI only).
+	Raw      []byte `json:"-"`
+	SenderID string `json:"-"`
 }
 
 // DeliveryPage is one page of a source's deliveries, newest first.
@@ -54,6 +55,9 @@ type PreviewItem struct {
 	// order of receipt decides.
 	EventTime *time.Time `json:"event_time"`
 	Error     *string    `json:"error"`
+	// SenderID is the sender's own delivery id (the source page shows it;
+	// the API's delivery_id is Leadpipe's).
+	SenderID string `json:"-"`
 }
 
 // DeliveryAdmin lists, reprocesses and previews a source's deliveries
@@ -65,6 +69,7 @@ type DeliveryAdmin interface {
 	Reprocess(ctx context.Context, tenantID, id string) (DeliveryItem, error)
 	ReprocessSource(ctx context.Context, tenantID, sourceID, state string) (int, error)
 	Preview(ctx context.Context, tenantID, sourceID string, config json.RawMessage, limit int) ([]PreviewItem, error)
+	DiscardDeadLetters(ctx context.Context, tenantID, sourceID string, ids []string) (int, error)
 }
 
 // limitParam reads ?limit= (default def, 1..max).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"leadpipe/internal/apptest"
@@ -164,5 +165,41 @@ func TestLoginChoosesTenant(t *testing.T) {
 	}
 	if b.get("/leads").testid("tenant-name").Text() != "BETA" {
 		t.Fatal("tenant field ignored")
+	}
+}
+
+// Twenty identical creates at once make one membership: one 201, the rest
+// 409, one login row.
+func TestUsersAPICreateConcurrent(t *testing.T) {
+	e := apptest.New(t, "web_users_race", apptest.Options{RedisDB: apptest.RedisWeb})
+	acme := e.Tenant("acme")
+	const n = 20
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- e.Do("POST", "/api/v1/users", acme.Token, map[string]any{"email": "kim@acme.test", "name": "Kim", "role": "staff", "password": "kim-password-1"}).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for st := range statuses {
+		got[st]++
+	}
+	if got[http.StatusCreated] != 1 || got[http.StatusConflict] != n-1 {
+		t.Fatalf("statuses %v, want one 201 and %d × 409", got, n-1)
+	}
+	var logins, created int
+	if err := e.App.DB.GetContext(context.Background(), &logins, `SELECT COUNT(*) FROM user_logins WHERE email = 'kim@acme.test' AND tenant_id = ?`, acme.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.DB.GetContext(context.Background(), &created, `SELECT COUNT(*) FROM audit_log WHERE tenant_id = ? AND action = 'user.created' AND detail LIKE '%kim@acme.test%'`, acme.ID); err != nil {
+		t.Fatal(err)
+	}
+	if logins != 1 || created != 1 {
+		t.Fatalf("%d login rows and %d user.created rows, want 1 and 1", logins, created)
 	}
 }

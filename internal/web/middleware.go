@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/audit"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/tracing"
 )
 
 type ctxKey int
@@ -96,6 +99,13 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 			}
 			la := &logAttrs{}
 			ctx := context.WithValue(context.WithValue(r.Context(), ctxRequestID, id), ctxLogAttrs, la)
+			// The request's server span (tracing on only: internal/tracing),
+			// so the line below carries its trace_id.
+			var span trace.Span
+			if tracing.Enabled() {
+				ctx, span = tracing.StartKind(tracing.Extract(ctx, propagation.HeaderCarrier(r.Header)), r.Method, trace.SpanKindServer)
+				defer span.End()
+			}
 			r = r.WithContext(ctx)
 			w.Header().Set("X-Request-Id", id)
 			sw := &statusWriter{ResponseWriter: w}
@@ -108,6 +118,9 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 					if sw.status == 0 {
 						WriteProblem(sw, r, http.StatusInternalServerError, "internal error", nil)
 					}
+				}
+				if span != nil {
+					endRequestSpan(span, r, sw.status)
 				}
 				lvl := slog.LevelInfo
 				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/assets/") {

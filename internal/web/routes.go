@@ -90,6 +90,7 @@ func (s *Server) Routes() http.Handler {
 		manage.Get("/events/{id}", s.getEvent)
 		manage.Get("/events/{id}/attempts", s.listEventAttempts)
 		manage.Post("/events/{id}/replay", s.replayEvent)
+		manage.Get("/sources/{id}/rejections", s.listRejections)
 
 		admin.Get("/tokens", s.apiListTokens)
 		admin.Post("/tokens", s.apiCreateToken)

@@ -1,11 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -82,7 +84,7 @@ func (s *Server) uiMappingPreview(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		for _, it := range items {
-			row := srcviews.PreviewRow{ID: it.DeliveryID, State: it.State, Email: it.Fields["email"], Name: it.Fields["name"],
+			row := srcviews.PreviewRow{ID: it.DeliveryID, SenderID: it.SenderID, State: it.State, Email: it.Fields["email"], Name: it.Fields["name"],
 				Phone: it.Fields["phone"], Company: it.Fields["company"], EventTime: it.EventTime}
 			if it.NaturalKey != nil {
 				row.NaturalKey = *it.NaturalKey
@@ -123,7 +125,11 @@ func (s *Server) uiMappingSave(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	s.renderSourceWith(w, r, http.StatusOK, src.ID, "", "", "Mapping saved. Reprocess the failed deliveries to apply it to them.", nil)
+	flash := "Mapping saved."
+	if wm, err := s.wouldMap(r, sessionFrom(r.Context()).Tenant.ID, src.ID); err == nil && wm.N > 0 {
+		flash += " " + srcviews.FailedWouldMap(wm) + " — reprocess them under Failed deliveries."
+	}
+	s.renderSourceWith(w, r, http.StatusOK, src.ID, "", "", flash, nil)
 }
 
 // uiReprocessFailed reprocesses every failed delivery of the source.
@@ -133,6 +139,7 @@ func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
+	start := time.Now().Add(-time.Second) // processed_at is the worker's clock
 	n, err := s.DeliveryOps.ReprocessSource(r.Context(), sessionFrom(r.Context()).Tenant.ID, id, StateFailed)
 	if err != nil {
 		s.uiError(w, r, err)
@@ -142,5 +149,157 @@ func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
 	if n == 1 {
 		flash = "Queued 1 failed delivery again."
 	}
-	s.renderSourceWith(w, r, http.StatusOK, id, "", "", flash, nil)
+	// The page after it lists the leads made since this moment.
+	s.setFlash(w, r, flash)
+	seeOther(w, r, "/sources/"+id+"?reprocessed="+strconv.Itoa(n)+"&since="+strconv.FormatInt(start.UnixMilli(), 10)+"#failed")
+}
+
+// guideMapping points the mapping editor at the latest failing delivery:
+// its payload as a tree of clickable keys, and each saved path that finds
+// nothing in it marked on its field with the delivery's error.
+func (s *Server) guideMapping(m *srcviews.Mapping, d DeliveryItem) {
+	if len(m.Errors) > 0 || !json.Valid(d.Raw) {
+		return
+	}
+	m.Tree = payloadTree(d.Raw)
+	m.TreeFrom = d.SenderID
+	why := "nothing here in the latest failing delivery"
+	if d.LastError != nil {
+		why = "The latest failing delivery: " + *d.LastError + "."
+	}
+	check := func(key, path string) {
+		if path != "" && !kinds.PathFinds(path, d.Raw) {
+			if m.Broken == nil {
+				m.Broken = map[string]string{}
+			}
+			m.Broken["config."+key] = why + " Nothing is at " + path + ": click the right key in the payload."
+		}
+	}
+	check("natural_key_path", m.NaturalKeyPath)
+	check("delivery_id_path", m.DeliveryIDPath)
+	check("event_time_path", m.EventTimePath)
+	for _, f := range m.Fields {
+		check("fields."+f.Name, f.Path)
+	}
+}
+
+// payloadTree turns a JSON document into the editor's tree, keys in their
+// order, at most maxTreeNodes keys and maxTreeDepth levels.
+func payloadTree(raw []byte) []srcviews.TreeNode {
+	budget := maxTreeNodes
+	var walk func(v json.RawMessage, path string, depth int) []srcviews.TreeNode
+	walk = func(v json.RawMessage, path string, depth int) []srcviews.TreeNode {
+		v = bytes.TrimSpace(v)
+		if depth > maxTreeDepth || len(v) == 0 {
+			return nil
+		}
+		var out []srcviews.TreeNode
+		add := func(key, p string, child json.RawMessage) {
+			if budget <= 0 {
+				return
+			}
+			budget--
+			n := srcviews.TreeNode{Key: key, Path: p}
+			child = bytes.TrimSpace(child)
+			if len(child) > 0 && (child[0] == '{' || child[0] == '[') {
+				n.Children = walk(child, p, depth+1)
+			} else {
+				n.Value = clipRunes(string(child), 80)
+			}
+			out = append(out, n)
+		}
+		switch v[0] {
+		case '{':
+			dec := json.NewDecoder(bytes.NewReader(v))
+			if _, err := dec.Token(); err != nil {
+				return nil
+			}
+			for dec.More() {
+				t, err := dec.Token()
+				key, ok := t.(string)
+				if err != nil || !ok {
+					return out
+				}
+				var child json.RawMessage
+				if dec.Decode(&child) != nil {
+					return out
+				}
+				add(key, kinds.ChildPath(path, key), child)
+			}
+		case '[':
+			var items []json.RawMessage
+			if json.Unmarshal(v, &items) != nil {
+				return nil
+			}
+			for i, it := range items {
+				add("["+strconv.Itoa(i)+"]", kinds.IndexPath(path, i), it)
+			}
+		}
+		return out
+	}
+	return walk(raw, "$", 0)
+}
+
+const (
+	maxTreeNodes = 300
+	maxTreeDepth = 8
+)
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// wouldMap tries the saved mapping on the source's latest stored
+// deliveries and counts the failed ones it now maps.
+func (s *Server) wouldMap(r *http.Request, tenantID, sourceID string) (srcviews.WouldMap, error) {
+	items, err := s.DeliveryOps.Preview(r.Context(), tenantID, sourceID, nil, wouldMapTried)
+	if apperr.Is(err, apperr.Invalid) {
+		return srcviews.WouldMap{Known: true}, nil // the saved config itself is broken: nothing maps
+	}
+	if err != nil {
+		return srcviews.WouldMap{}, err
+	}
+	w := srcviews.WouldMap{Known: true}
+	for _, it := range items {
+		if it.State == StateFailed {
+			w.Of++
+			if it.Error == nil {
+				w.N++
+			}
+		}
+	}
+	return w, nil
+}
+
+// wouldMapTried bounds the deliveries the saved mapping is tried on for
+// the "would now map" count (Preview reads the newest this many).
+const wouldMapTried = 200
+
+// reprocessedBanner is the confirmation after "Reprocess": the leads made
+// from this source since the reprocess (?reprocessed=N&since=unix ms).
+func (s *Server) reprocessedBanner(r *http.Request, tenantID, sourceID string) (*srcviews.Reprocessed, error) {
+	q := r.URL.Query()
+	n, err1 := strconv.Atoi(q.Get("reprocessed"))
+	ms, err2 := strconv.ParseInt(q.Get("since"), 10, 64)
+	if err1 != nil || err2 != nil || n < 0 {
+		return nil, nil
+	}
+	ds, err := s.Deliveries.ProcessedSince(r.Context(), tenantID, sourceID, time.UnixMilli(ms), 50)
+	if err != nil {
+		return nil, err
+	}
+	b := &srcviews.Reprocessed{Queued: n}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if d.LeadID != nil && !seen[*d.LeadID] {
+			seen[*d.LeadID] = true
+			b.Leads = append(b.Leads, srcviews.LeadLink{LeadID: *d.LeadID, SenderID: d.DeliveryID})
+		}
+	}
+	b.Pending = len(ds) < n
+	return b, nil
 }

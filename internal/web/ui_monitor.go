@@ -19,9 +19,11 @@ import (
 	monviews "leadpipe/views/monitor"
 )
 
-// openAlerts is the admin banner's count; a failure only hides the banner.
+// openAlerts is the admin banner's and the nav badge's count: open alerts
+// nobody has acknowledged yet (an acknowledged one stays on /alerts). A
+// failure only hides the banner.
 func (s *Server) openAlerts(ctx context.Context, tenantID string) int {
-	n, err := s.Monitor.OpenAlertCount(ctx, tenantID)
+	_, n, err := s.Monitor.OpenAlertCounts(ctx, tenantID)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Log.WarnContext(ctx, "open alert count", "err", err)
@@ -48,13 +50,32 @@ func (s *Server) uiMonitor(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Rows = append(v.Rows, monviews.SourceRow{ID: o.SourceID, Name: o.Name, Kind: o.Kind, Trend: trend,
 			Deliveries: o.Deliveries, Duplicates: o.Duplicates, Rejected: o.Rejected, DeadLetter: o.DeadLetters,
-			Rate: o.Rate, BaselineRate: o.BaselineRate, Threshold: o.Threshold, OpenAlerts: o.OpenAlerts})
+			Rate: o.Rate, BaselineRate: o.BaselineRate, Threshold: o.Threshold, OpenAlerts: o.OpenAlerts,
+			Rate24h: weightedRate(o.Sparkline, o.SparkVolume), Has24h: trend != nil})
+		v.SparkTop = max(v.SparkTop, components.SparkTop(trend))
 		v.Deliveries += o.Deliveries
 		v.Duplicates += o.Duplicates
 		v.OpenAlerts += o.OpenAlerts
 	}
 	v.Page = s.page(w, r, "Monitoring", "monitor")
 	s.render(w, r, http.StatusOK, monviews.Overview(v))
+}
+
+// weightedRate is the duplicate rate of hourly rates weighted by their
+// deliveries: the rate of the whole period.
+func weightedRate(rates []float64, volume []int64) float64 {
+	var dups float64
+	var vol int64
+	for i, r := range rates {
+		if i < len(volume) {
+			dups += r * float64(volume[i])
+			vol += volume[i]
+		}
+	}
+	if vol == 0 {
+		return 0
+	}
+	return dups / float64(vol)
 }
 
 func allZero(xs []int64) bool {
@@ -76,18 +97,37 @@ func alertZoom(a monitor.Alert, now time.Time) (from, to time.Time) {
 	return a.FiredAt.Add(-time.Hour), end.Add(15 * time.Minute)
 }
 
-// chartStep picks a bucket width for a custom window: about 60 to 200
-// buckets, at the granularities the counters are stored in.
+// chartSteps are the bucket widths a chart may use, at most chartBuckets
+// of them to a chart: on a 390 px phone a bar then stays at least 3 px
+// wide, and a 10-minute spike is one or more whole bars.
+var chartSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+	30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour}
+
+const chartBuckets = 60
+
+// chartStep picks the finest bucket width that draws span in at most
+// chartBuckets buckets.
 func chartStep(span time.Duration) time.Duration {
-	switch {
-	case span <= 3*time.Hour:
-		return time.Minute
-	case span <= 16*time.Hour:
-		return 5 * time.Minute
-	case span <= 8*24*time.Hour:
-		return time.Hour
+	for _, st := range chartSteps {
+		if span/st <= chartBuckets {
+			return st
+		}
 	}
-	return 24 * time.Hour
+	return chartSteps[len(chartSteps)-1]
+}
+
+// chartRange is a named range (1h…30d) at the chart's own resolution:
+// the range's span from monitor.ChartRange, in chartStep buckets ending
+// with the current one.
+func chartRange(name string, now time.Time) (from, to time.Time, step time.Duration, ok bool) {
+	from, to, _, ok = monitor.ChartRange(name, now)
+	if !ok {
+		return
+	}
+	span := to.Sub(from)
+	step = chartStep(span)
+	to = now.UTC().Truncate(step).Add(step)
+	return to.Add(-span), to, step, true
 }
 
 // sourceChart is what the monitoring page of a source shows: a named range
@@ -101,7 +141,11 @@ type sourceChart struct {
 }
 
 func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string, q url.Values, now time.Time) sourceChart {
-	if id := q.Get("alert"); id != "" {
+	id := q.Get("alert")
+	if id == "" && q.Get("range") == "" {
+		id = s.openAlertOf(ctx, tenantID, sourceID) // the page opens on what is wrong now
+	}
+	if id != "" {
 		if a, err := s.Monitor.Alert(ctx, tenantID, id); err == nil && a.SourceID == sourceID {
 			from, to := alertZoom(a, now)
 			step := chartStep(to.Sub(from))
@@ -113,12 +157,31 @@ func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string
 		}
 	}
 	rng := q.Get("range")
-	from, to, step, ok := monitor.ChartRange(rng, now)
+	from, to, step, ok := chartRange(rng, now)
 	if !ok {
-		rng = "24h"
-		from, to, step, _ = monitor.ChartRange(rng, now)
+		rng = defaultChartRange
+		from, to, step, _ = chartRange(rng, now)
 	}
 	return sourceChart{rng: rng, from: from, to: to, step: step, words: "last " + rangeWords(rng)}
+}
+
+// defaultChartRange is the last hour in minutes: a 10-minute spike is a
+// sixth of the chart.
+const defaultChartRange = "1h"
+
+// openAlertOf is the newest open alert of a source, "" when none (or on a
+// failure, which only loses the zoom).
+func (s *Server) openAlertOf(ctx context.Context, tenantID, sourceID string) string {
+	list, _, err := s.Monitor.Alerts(ctx, tenantID, monitor.StateOpen, "", 200)
+	if err != nil {
+		return ""
+	}
+	for _, a := range list {
+		if a.SourceID == sourceID && a.Rule != monitor.RuleEndpointDisabled {
+			return a.ID
+		}
+	}
+	return ""
 }
 
 func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
@@ -289,7 +352,7 @@ func ruleSentences(r monitor.Rules) []string {
 	out = append(out, onOff(r.LossEnabled, fmt.Sprintf("Webhook loss: reconcile finds %d or more leads the webhooks never brought, over %s.", r.LossMin, durWords(win))))
 	out = append(out, onOff(r.FailuresEnabled, fmt.Sprintf("Processing failures: %d or more deliveries fail processing, over %s.", r.FailuresMin, durWords(win))))
 	if r.Default {
-		out = append(out, "These are the defaults; change them below (or with PUT /api/v1/sources/{id}/alert-rules).")
+		out = append(out, "These are the defaults; change them below.")
 	}
 	return out
 }

@@ -69,6 +69,8 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/sources/{id}/mapping", s.uiMappingSave)
 				r.Post("/sources/{id}/mapping/preview", s.uiMappingPreview)
 				r.Post("/sources/{id}/reprocess-failed", s.uiReprocessFailed)
+				r.Post("/sources/{id}/dead-letters", s.uiDeadLetters)
+				r.Post("/sources/{id}/test-delivery", s.uiTestDelivery)
 				r.Get("/settings/users", s.uiUsers)
 				r.Post("/settings/users", s.uiCreateUser)
 				r.Post("/settings/users/{id}/role", s.uiUserRole)

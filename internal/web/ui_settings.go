@@ -136,7 +136,7 @@ func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if disable {
-		s.setFlash(w, r, "Disabled "+u.Name+" and signed them out everywhere.")
+		s.setFlash(w, r, "Disabled "+u.Name+" and signed them out of this workspace.")
 	} else {
 		s.setFlash(w, r, "Enabled "+u.Name+"; they can sign in again.")
 	}

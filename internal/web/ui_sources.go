@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
 	srcviews "leadpipe/views/sources"
@@ -190,7 +192,7 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 		s.uiError(w, r, err)
 		return
 	}
-	dls, err := s.Deliveries.DeadLetters(ctx, sess.Tenant.ID, id, 20)
+	dls, err := s.Deliveries.DeadLetters(ctx, sess.Tenant.ID, id, maxDeadLettersShown)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -225,7 +227,11 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 	}
 	for _, d := range dls {
 		v.DeadLetters = append(v.DeadLetters, srcviews.DeadLetter{ID: d.ID, Reason: d.Reason, ReceivedAt: d.ReceivedAt,
-			Headers: prettyJSON(d.Headers), Body: readableBody(d.Body), Size: d.Size, Truncated: d.Size > len(d.Body)})
+			Headers: headerRows(d.Headers), Body: readableBody(d.Body), Size: d.Size, Truncated: d.Size > len(d.Body)})
+	}
+	if v.Rejections, err = s.rejectionRows(r, sess.Tenant.ID, src.ID); err != nil {
+		s.uiError(w, r, err)
+		return
 	}
 	if src.Kind == "generic" {
 		if mapping == nil {
@@ -256,14 +262,48 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 					f.Error = *d.LastError
 				}
 				v.Failed = append(v.Failed, f)
+				if len(v.Failed) == 1 && v.Mapping != nil {
+					s.guideMapping(v.Mapping, d)
+				}
+			}
+			if v.Mapping != nil {
+				if v.WouldMap, err = s.wouldMap(r, sess.Tenant.ID, id); err != nil {
+					s.uiError(w, r, err)
+					return
+				}
 			}
 		}
+	}
+	if v.Reprocessed, err = s.reprocessedBanner(r, sess.Tenant.ID, id); err != nil {
+		s.uiError(w, r, err)
+		return
 	}
 	if secret != "" {
 		// The secret is on this page: keep it out of every cache and history.
 		w.Header().Set("Cache-Control", "no-store")
 	}
 	s.render(w, r, status, srcviews.Detail(v))
+}
+
+// headerRows turns stored headers ({"Name":"value"}) into sorted rows for
+// a table, signatures cut and credentials masked as on the rejected
+// requests (rejections.SafeHeaders).
+func headerRows(raw []byte) []srcviews.Header {
+	var m map[string]string
+	if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return nil
+	}
+	h := http.Header{}
+	for k, v := range m {
+		h[k] = []string{v}
+	}
+	safe := rejections.SafeHeaders(h, nil)
+	out := make([]srcviews.Header, 0, len(safe))
+	for k, v := range safe {
+		out = append(out, srcviews.Header{Name: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // prettyJSON indents JSON for reading; anything else is returned as text.

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -40,6 +41,15 @@ type Claimer struct {
 	Stagger  time.Duration // how long a batch runs before another may start beside it (default 2 ms)
 	MaxBatch int           // rows
 	MaxBytes int           // payload bytes per batch (under max_allowed_packet)
+	// Memory bounds the duplicate fast path (dupfast.go) in bytes:
+	// 0 is DefaultDuplicateMemory, negative turns it off (every duplicate
+	// is claimed in the database).
+	Memory int64
+	// FlushEvery is how often the fast path's duplicate counts are
+	// written (default 500 ms: the count reaches its original within a
+	// second, times_seen half a second later).
+	FlushEvery time.Duration
+	Log        *slog.Logger
 
 	batches, rows, runNanos, claimNanos atomic.Int64
 
@@ -51,9 +61,14 @@ type Claimer struct {
 	queries map[[2]int]string // statement text by (shape, rows)
 
 	// known remembers which row holds each delivery id this process
-	// claimed (or found) recently: a duplicate it knows is counted through
-	// the primary key, with no payload and no lookup afterwards.
-	known knownIDs
+	// claimed (or found) recently: a duplicate it knows is answered from
+	// memory (tally) or, failing that, counted through the primary key,
+	// with no payload and no lookup afterwards.
+	known    knownIDs
+	tally    tally
+	flushMu  sync.Mutex // one tally flush at a time
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	// OnDuplicates, when set, is told after each committed batch which
 	// original deliveries got duplicates (each listed once), e.g. to bring
@@ -105,8 +120,17 @@ func (c *Claimer) start() {
 			c.conns <- nil
 		}
 		c.queries = map[[2]int]string{}
-		c.known.init(knownIDsSize)
+		if c.Memory == 0 {
+			c.Memory = DefaultDuplicateMemory
+		}
+		if c.FlushEvery <= 0 {
+			c.FlushEvery = 500 * time.Millisecond
+		}
+		c.known.init(max(c.Memory, 0) / 8 * 7)
+		c.tally.init(max(c.Memory, 0) / 8)
+		c.stop = make(chan struct{})
 		go c.loop()
+		go c.flushLoop()
 	})
 }
 
@@ -509,45 +533,3 @@ func (c *Claimer) resolve(batch []*claimReq, owner map[[3]string]string) ([]clai
 }
 
 var errVanished = errors.New("webhooks: claimed delivery row not found")
-
-// knownIDs is a bounded map of recently claimed delivery ids to row ids,
-// in two generations: when the young one is full it becomes the old one,
-// and the old one is dropped, so memory stays bounded without per-entry
-// bookkeeping.
-type knownIDs struct {
-	mu         sync.Mutex
-	max        int
-	young, old map[string]string
-}
-
-const knownIDsSize = 1 << 16
-
-func (k *knownIDs) init(max int) {
-	k.max = max
-	k.young, k.old = make(map[string]string, max), map[string]string{}
-}
-
-func knownKey(tenantID, sourceID, deliveryID string) string {
-	return tenantID + sourceID + deliveryID // ids are 26 characters each
-}
-
-func (k *knownIDs) get(tenantID, sourceID, deliveryID string) (string, bool) {
-	key := knownKey(tenantID, sourceID, deliveryID)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if id, ok := k.young[key]; ok {
-		return id, true
-	}
-	id, ok := k.old[key]
-	return id, ok
-}
-
-func (k *knownIDs) put(tenantID, sourceID, deliveryID, id string) {
-	key := knownKey(tenantID, sourceID, deliveryID)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.young) >= k.max {
-		k.old, k.young = k.young, make(map[string]string, k.max)
-	}
-	k.young[key] = id
-}

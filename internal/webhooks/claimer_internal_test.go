@@ -32,7 +32,7 @@ func TestOneBadRowNeverFailsItsBatch(t *testing.T) {
 	if r := <-first.done; r.err != nil || !r.isNew {
 		t.Fatalf("first claim: %+v", r)
 	}
-	c.known.init(knownIDsSize) // forget it: the batch must find the original itself
+	c.known.init(DefaultDuplicateMemory) // forget it: the batch must find the original itself
 
 	var batch []*claimReq
 	for i := 0; i < 5; i++ {
@@ -101,7 +101,7 @@ func TestKnownAndUnknownDuplicatesCountAlike(t *testing.T) {
 			t.Fatalf("known duplicate: new=%v id=%s", isNew, id)
 		}
 	}
-	c.known.init(knownIDsSize)
+	c.known.init(DefaultDuplicateMemory)
 	if isNew, id := claim("k"); isNew || id != orig {
 		t.Fatalf("unknown duplicate: new=%v id=%s", isNew, id)
 	}

@@ -53,11 +53,25 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 }
 
-type dispatchItem struct{ tenantID, id string }
+// dispatchItem is one delivery to queue; trace is the W3C traceparent of
+// the request that claimed it ("" when tracing is off).
+type dispatchItem struct{ tenantID, id, trace string }
 
 type dispatchBatch struct {
 	tenantID string
 	ids      []string
+	traces   []string // per id; nil when none is traced
+}
+
+// add appends one delivery; traces is only built once one is traced.
+func (b *dispatchBatch) add(id, trace string) {
+	if trace != "" && b.traces == nil {
+		b.traces = make([]string, len(b.ids), cap(b.ids))
+	}
+	b.ids = append(b.ids, id)
+	if b.traces != nil {
+		b.traces = append(b.traces, trace)
+	}
 }
 
 func (d *Dispatcher) start() {
@@ -110,7 +124,9 @@ func (d *Dispatcher) gather() {
 		if !ok {
 			return
 		}
-		byTenant := map[string][]string{first.tenantID: {first.id}}
+		first0 := &dispatchBatch{tenantID: first.tenantID}
+		first0.add(first.id, first.trace)
+		byTenant := map[string]*dispatchBatch{first.tenantID: first0}
 		order := []string{first.tenantID}
 		n := 1
 		timer.Reset(d.Linger)
@@ -123,10 +139,13 @@ func (d *Dispatcher) gather() {
 					open = false
 					break collect
 				}
-				if _, seen := byTenant[it.tenantID]; !seen {
+				b, seen := byTenant[it.tenantID]
+				if !seen {
+					b = &dispatchBatch{tenantID: it.tenantID}
+					byTenant[it.tenantID] = b
 					order = append(order, it.tenantID)
 				}
-				byTenant[it.tenantID] = append(byTenant[it.tenantID], it.id)
+				b.add(it.id, it.trace)
 				n++
 			case <-timer.C:
 				break collect
@@ -134,11 +153,15 @@ func (d *Dispatcher) gather() {
 		}
 		timer.Stop()
 		for _, tenantID := range order {
-			ids := byTenant[tenantID]
-			for len(ids) > 0 {
-				k := min(len(ids), d.MaxBatch)
-				d.out <- dispatchBatch{tenantID: tenantID, ids: ids[:k]}
-				ids = ids[k:]
+			b := byTenant[tenantID]
+			for len(b.ids) > 0 {
+				k := min(len(b.ids), d.MaxBatch)
+				out := dispatchBatch{tenantID: tenantID, ids: b.ids[:k]}
+				if b.traces != nil {
+					out.traces, b.traces = b.traces[:k], b.traces[k:]
+				}
+				d.out <- out
+				b.ids = b.ids[k:]
 			}
 		}
 		if !open {
@@ -148,23 +171,34 @@ func (d *Dispatcher) gather() {
 }
 
 // Dispatch queues the processing of one tenant's fresh deliveries.
-func (d *Dispatcher) Dispatch(tenantID string, ids []string) {
+func (d *Dispatcher) Dispatch(tenantID string, ids []string) { d.DispatchTraced(tenantID, ids, "") }
+
+// DispatchTraced is Dispatch for deliveries claimed in the trace that
+// traceparent names (carried in the task to the worker).
+func (d *Dispatcher) DispatchTraced(tenantID string, ids []string, traceparent string) {
 	if len(ids) == 0 {
 		return
 	}
 	d.start()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
+	inline := func(ids []string) {
+		b := dispatchBatch{tenantID: tenantID}
+		for _, id := range ids {
+			b.add(id, traceparent)
+		}
+		d.enqueue(b)
+	}
 	if d.closed {
-		d.enqueue(dispatchBatch{tenantID: tenantID, ids: ids})
+		inline(ids)
 		return
 	}
 	for i, id := range ids {
 		select {
-		case d.ch <- dispatchItem{tenantID, id}:
+		case d.ch <- dispatchItem{tenantID, id, traceparent}:
 		default:
 			// Full: the rest goes out from here, in one task.
-			d.enqueue(dispatchBatch{tenantID: tenantID, ids: ids[i:]})
+			inline(ids[i:])
 			return
 		}
 	}
@@ -193,7 +227,7 @@ func (d *Dispatcher) Flush(ctx context.Context) {
 func (d *Dispatcher) enqueue(b dispatchBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
-	t, opts := NewBatchTask(b.tenantID, b.ids, nil)
+	t, opts := newBatchTask(BatchPayload{TenantID: b.tenantID, IDs: b.ids, Traces: b.traces})
 	if _, err := d.Queue.EnqueueContext(ctx, t, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		d.failure(len(b.ids), err)
 	}

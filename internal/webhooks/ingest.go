@@ -20,6 +20,7 @@ import (
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/tracing"
 	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks/kinds"
 
@@ -43,8 +44,10 @@ type Ingest struct {
 	// Dispatch enqueues each fresh delivery's task beside the response.
 	Dispatch *Dispatcher
 	Stats    monitor.Sink
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Rejections keeps refused requests for inspection (nil: counted only).
+	Rejections RejectionSink
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Response bodies.
@@ -91,6 +94,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			result = "too_large"
+			in.recordRejection(r, res, kinds.ReasonTooLarge, nil, body, in.now())
 			web.WriteProblem(w, r, http.StatusRequestEntityTooLarge, "webhook body is larger than 1 MiB", nil)
 			return
 		}
@@ -100,22 +104,34 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
+		in.recordRejection(r, res, "", err, body, in.now())
 		web.WriteError(w, r, in.Log, err)
 		return
 	}
 	now := in.now()
-	if err := k.Verify(r.Header, body, res.Secrets, now); err != nil {
+	traceRequest(r.Context(), res.TenantID, src)
+	_, vspan := tracing.Start(r.Context(), "webhook.verify")
+	err = k.Verify(r.Header, body, res.Secrets, now)
+	endSpan(vspan, err)
+	if err != nil {
 		result = "rejected"
 		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
+		in.recordRejection(r, res, "", err, body, now)
 		web.WriteProblem(w, r, http.StatusUnauthorized, signatureDetail(err), nil)
 		return
 	}
 	// A duplicate this process has seen recently, recognised by a delivery
 	// id in a header: it needs nothing from the body (the original was
-	// checked and stored), so it goes straight to its count.
+	// checked and stored), so it is answered from memory or goes straight
+	// to its count (ingest_fast.go).
 	var records []kinds.Record
 	if id := kinds.HeaderDeliveryID(k, r.Header); id != "" {
-		if _, ok := in.Claimer.Known(res.TenantID, src.ID, id); ok {
+		orig, done := in.answerKnownDuplicate(w, r, res.TenantID, src.ID, id, now)
+		if done {
+			result = "duplicate"
+			return
+		}
+		if orig != "" {
 			records = []kinds.Record{{DeliveryID: id, Raw: body}}
 		}
 	}
@@ -126,6 +142,12 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is listed, counted and can be reprocessed once the mapping is
 		// fixed.
 		records, err = k.Parse(r.Header, body)
+		if err == nil && len(records) == 1 && src.Kind != kinds.Meta {
+			if _, done := in.answerKnownDuplicate(w, r, res.TenantID, src.ID, records[0].DeliveryID, now); done {
+				result = "duplicate"
+				return
+			}
+		}
 	}
 	if err != nil {
 		result = "dead_letter"
@@ -140,10 +162,13 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	items := make([]itemResult, 0, len(records))
 	var fresh []string
+	cctx, cspan := tracing.Start(r.Context(), "webhook.claim")
+	defer cspan.End()
 	for _, rec := range records {
 		d := Delivery{TenantID: res.TenantID, SourceID: src.ID, ID: ids.New(), DeliveryID: rec.DeliveryID,
 			Origin: "webhook", Payload: rec.Raw, ReceivedAt: now}
-		isNew, orig, err := in.Claimer.Claim(r.Context(), d)
+		isNew, orig, err := in.Claimer.Claim(cctx, d)
+		traceClaim(cspan, d, isNew, orig, err)
 		if err != nil {
 			web.WriteError(w, r, in.Log, db.MapErr(err, "", ""))
 			return
@@ -160,7 +185,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Committed: now enqueue (a dispatcher does it beside the answer, off
 	// its path). A Redis outage must not fail the sender: the sweeper
 	// enqueues whatever is left unprocessed.
-	in.Dispatch.Dispatch(res.TenantID, fresh)
+	in.Dispatch.DispatchTraced(res.TenantID, fresh, tracing.Traceparent(cctx))
 	ack := ackBody{Status: "duplicate"}
 	if len(fresh) > 0 {
 		ack.Status = "accepted"
@@ -255,6 +280,9 @@ type BatchPayload struct {
 	// Runs is each delivery's attempts when the task was queued (see
 	// ProcessPayload.Runs); nil means 0 for all.
 	Runs []int `json:"runs,omitempty"`
+	// Traces is each delivery's W3C traceparent (the request that claimed
+	// it; internal/tracing), nil when none was traced.
+	Traces []string `json:"traces,omitempty"`
 }
 
 // each returns the batch as one ProcessPayload per delivery.
@@ -274,7 +302,11 @@ func (b BatchPayload) each() []ProcessPayload {
 // tasks is processed once (the rows are locked, one no longer `received`
 // is skipped).
 func NewBatchTask(tenantID string, ids []string, runs []int) (*asynq.Task, []asynq.Option) {
-	b, _ := json.Marshal(BatchPayload{TenantID: tenantID, IDs: ids, Runs: runs})
+	return newBatchTask(BatchPayload{TenantID: tenantID, IDs: ids, Runs: runs})
+}
+
+func newBatchTask(p BatchPayload) (*asynq.Task, []asynq.Option) {
+	b, _ := json.Marshal(p)
 	return asynq.NewTask(TypeProcessBatch, b), []asynq.Option{
 		asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
 	}

@@ -61,6 +61,7 @@ func (a *Admin) source(ctx context.Context, tenantID, sourceID string) (sources.
 
 type deliveryRow struct {
 	ID          string     `db:"id"`
+	DeliveryID  string     `db:"delivery_id"` // the sender's
 	State       string     `db:"state"`
 	ReceivedAt  time.Time  `db:"received_at"`
 	ProcessedAt *time.Time `db:"processed_at"`
@@ -90,7 +91,7 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 	var rows []deliveryRow
 	var err error
 	if state == web.StateDeadLetter {
-		q := `SELECT id, 'dead_letter' AS state, received_at, NULL AS processed_at, 0 AS attempts, reason AS last_error,
+		q := `SELECT id, '' AS delivery_id, 'dead_letter' AS state, received_at, NULL AS processed_at, 0 AS attempts, reason AS last_error,
 				NULL AS lead_id, body AS payload
 			FROM dead_letters WHERE tenant_id = ? AND source_id = ?`
 		args := []any{tenantID, sourceID}
@@ -101,7 +102,7 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 		q += ` ORDER BY received_at DESC, id DESC LIMIT ?`
 		err = a.DB.SelectContext(ctx, &rows, q, append(args, limit+1)...)
 	} else {
-		q := `SELECT id, state, received_at, processed_at, attempts, last_error, lead_id, payload
+		q := `SELECT id, delivery_id, state, received_at, processed_at, attempts, last_error, lead_id, payload
 			FROM deliveries WHERE tenant_id = ? AND source_id = ?`
 		args := []any{tenantID, sourceID}
 		if state != "" {
@@ -138,7 +139,7 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 	for _, r := range rows {
 		page.Items = append(page.Items, web.DeliveryItem{ID: r.ID, State: r.State, ReceivedAt: r.ReceivedAt.UTC(),
 			ProcessedAt: utcPtr(r.ProcessedAt), Attempts: r.Attempts, LastError: r.LastError, LeadID: r.LeadID,
-			Duplicates: dups[r.ID], Raw: r.Payload})
+			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID})
 	}
 	return page, nil
 }
@@ -437,7 +438,7 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 		return nil, apperr.Wrap(apperr.Invalid, err, "%s", err.Error())
 	}
 	var ds []deliveryRow
-	if err := a.DB.SelectContext(ctx, &ds, `SELECT id, state, received_at, payload FROM deliveries
+	if err := a.DB.SelectContext(ctx, &ds, `SELECT id, delivery_id, state, received_at, payload FROM deliveries
 		WHERE tenant_id = ? AND source_id = ? ORDER BY received_at DESC, id DESC LIMIT ?`, tenantID, sourceID, limit); err != nil {
 		return nil, err
 	}
@@ -453,7 +454,9 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 	}
 	var all []entry
 	for _, d := range ds {
-		all = append(all, entry{d.ReceivedAt, d.ID, previewRecord(k, d.ID, d.State, d.Payload)})
+		it := previewRecord(k, d.ID, d.State, d.Payload)
+		it.SenderID = d.DeliveryID
+		all = append(all, entry{d.ReceivedAt, d.ID, it})
 	}
 	for _, dl := range dls {
 		it := web.PreviewItem{DeliveryID: dl.ID, State: web.StateDeadLetter}
@@ -506,4 +509,32 @@ func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
 		it.EventTime = &t
 	}
 	return it
+}
+
+// DiscardDeadLetters deletes the given dead letters of a source (an admin
+// decided they are junk); ids of other sources or tenants are ignored. It
+// returns how many were removed.
+func (a *Admin) DiscardDeadLetters(ctx context.Context, tenantID, sourceID string, deadIDs []string) (int, error) {
+	if _, err := a.source(ctx, tenantID, sourceID); err != nil {
+		return 0, err
+	}
+	valid := make([]string, 0, len(deadIDs))
+	for _, id := range deadIDs {
+		if ids.Valid(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return 0, nil
+	}
+	q, args, err := sqlx.In(`DELETE FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND id IN (?)`, tenantID, sourceID, valid)
+	if err != nil {
+		return 0, err
+	}
+	res, err := a.DB.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }

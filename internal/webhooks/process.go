@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel/trace"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
@@ -20,6 +21,7 @@ import (
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/tracing"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -64,6 +66,7 @@ type Processor struct {
 
 type processReq struct {
 	tenantID, id string
+	trace        trace.SpanContext // the task's span (invalid when tracing is off)
 	done         chan processRes
 }
 
@@ -139,10 +142,12 @@ func (p *Processor) processMany(ctx context.Context, tenantID string, ids []stri
 	p.once.Do(p.start)
 	reqs := make([]*processReq, len(ids))
 	out := make([]processRes, len(ids))
+	sc := trace.SpanContextFromContext(ctx) // the task's span: the parent of their transaction
+
 	sent := 0
 send:
 	for ; sent < len(ids); sent++ {
-		reqs[sent] = &processReq{tenantID: tenantID, id: ids[sent], done: make(chan processRes, 1)}
+		reqs[sent] = &processReq{tenantID: tenantID, id: ids[sent], trace: sc, done: make(chan processRes, 1)}
 		select {
 		case p.reqs <- reqs[sent]:
 		case <-ctx.Done():
@@ -247,7 +252,9 @@ func (p *Processor) loop(run func([]*processReq)) {
 // delivery may cause (a value it will not store), each delivery is retried
 // alone, so a poison delivery fails only itself.
 func (p *Processor) run(batch []*processReq) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tctx, span := startTransaction(batch)
+	defer span.End()
+	ctx, cancel := context.WithTimeout(tctx, time.Minute)
 	defer cancel()
 	results, err := p.processBatch(ctx, batch)
 	if err != nil && len(batch) > 1 && !db.Retryable(err) && !apperr.IsUnavailable(err) && ctx.Err() == nil {
@@ -379,7 +386,10 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			}
 			var outcomes []leads.UpsertOutcome
 			if len(recs) > 0 {
-				if outcomes, err = leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now); err != nil {
+				_, uspan := tracing.Start(ctx, "leads.upsert")
+				outcomes, err = leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+				traceUpsert(uspan, tenantID, outcomes, err)
+				if err != nil {
 					return err
 				}
 				for i, it := range recItems {
@@ -399,7 +409,10 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			}
 			failedAll = append(failedAll, failed...)
 			if p.OnBatch != nil && len(outcomes) > 0 {
-				if err := p.OnBatch(ctx, tx, tenantID, outcomes); err != nil {
+				ectx, espan := tracing.Start(ctx, "outbox.emit")
+				err := p.OnBatch(ectx, tx, tenantID, outcomes)
+				endSpan(espan, err)
+				if err != nil {
 					return err
 				}
 			}
@@ -521,6 +534,8 @@ func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
 	if !ok {
 		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
+	ctx, span := tracing.StartKind(ctx, "delivery.process-one", trace.SpanKindConsumer)
+	defer span.End()
 	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
 	return p.settle(ctx, pl, err)
 }
@@ -537,6 +552,8 @@ func (p *Processor) HandleBatch(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("delivery:process-batch: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
 	}
 	pls := b.each()
+	ctx, span := startBatchTask(ctx, b)
+	defer span.End()
 	results := p.processMany(ctx, b.TenantID, b.IDs)
 	var retry error
 	n := 0

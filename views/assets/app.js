@@ -135,7 +135,8 @@
   // ---- confirmation: <form data-confirm="Rotate the secret?"> -----------
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
-    var msg = form && form.getAttribute && form.getAttribute("data-confirm");
+    // A button may ask for itself (<button data-confirm="Discard …?">).
+    var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || (form && form.getAttribute && form.getAttribute("data-confirm"));
     if (msg && !window.confirm(msg)) {
       ev.preventDefault();
       ev.stopImmediatePropagation();
@@ -175,11 +176,28 @@
     parts.line.classList.add("is-on");
     for (var i = 0; i < parts.buckets.length; i++) parts.buckets[i].classList.toggle("is-current", parts.buckets[i] === b);
     parts.tip.hidden = false;
-    var w = parts.plot.clientWidth, px = parseFloat(x) / 100 * w, tw = parts.tip.offsetWidth;
+    // x is a percentage of the plot's SVG, which sits between the axis
+    // gutters: place the tip beside the point, then keep it inside the
+    // chart's box at any width (on a phone it may cover the point).
+    var svg = parts.plot.querySelector(".chart-svg"), pr = parts.plot.getBoundingClientRect(), sr = svg.getBoundingClientRect();
+    var w = parts.plot.clientWidth, px = sr.left - pr.left + parseFloat(x) / 100 * sr.width, tw = parts.tip.offsetWidth;
     var left = px + 12;
     if (left + tw > w) left = px - tw - 12;
-    parts.tip.style.left = Math.max(0, left) + "px";
+    left = Math.min(Math.max(0, left), Math.max(0, w - tw));
+    parts.tip.style.left = left + "px";
   }
+
+  // A tap on a touch screen: show the tapped bucket (a second tap elsewhere
+  // on the page hides it).
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest(".chart-bucket");
+    var parts = b && chartParts(b);
+    if (parts) { showBucket(parts, b); return; }
+    document.querySelectorAll("[data-chart-plot] .chart-tip:not([hidden])").forEach(function (tip) {
+      var p = chartParts(tip);
+      if (p && !p.plot.contains(ev.target)) hideBucket(p);
+    });
+  });
 
   function hideBucket(parts) {
     parts.tip.hidden = true;
@@ -679,4 +697,37 @@
     leadsReady();
   }
   setInterval(function () { updateTimes(document); }, 30e3);
+
+  // ---- #31: dead letters, mapping helper ---------------------------------
+  // Dead letters: "All" ticks every row of its form.
+  document.addEventListener("change", function (ev) {
+    var t = ev.target;
+    if (!t || !t.matches || !t.matches("[data-check-all='dl']")) return;
+    t.closest("form").querySelectorAll("input[data-check='dl']").forEach(function (b) { b.checked = t.checked; });
+  });
+
+  // Mapping: a click on a key of the failing payload puts its path into
+  // the path field focused last (the natural key by default) and fires
+  // input, so the live preview follows.
+  var lastPathInput = null;
+  document.addEventListener("focusin", function (ev) {
+    if (ev.target && ev.target.matches && ev.target.matches("input[data-path-input]")) lastPathInput = ev.target;
+  });
+  document.addEventListener("mousedown", function (ev) {
+    // Keep the field's focus from moving to the key button first.
+    if (ev.target.closest && ev.target.closest(".json-key")) ev.preventDefault();
+  });
+  document.addEventListener("click", function (ev) {
+    var key = ev.target.closest && ev.target.closest(".json-key");
+    if (!key) return;
+    var form = key.closest("form");
+    var input = (lastPathInput && form && form.contains(lastPathInput)) ? lastPathInput : form && form.querySelector("input[name='natural_key_path']");
+    if (!input) return;
+    input.value = key.getAttribute("data-json-path");
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    input.focus();
+    var f = input.closest(".field");
+    var err = f && f.querySelector(".field-error");
+    if (err && !input.form.querySelector("[data-testid='mapping-errors']")) { err.remove(); input.removeAttribute("aria-invalid"); }
+  });
 })();

@@ -38,9 +38,10 @@ type ChartData struct {
 const (
 	chartWidth      = 1000 // virtual x units; rendered as percentages so text never scales
 	chartHeight     = 256  // px; y coordinates are real pixels
-	chartPlotTop    = 32
+	chartPlotTop    = 14   // the alert band sits just above the plot; axis titles are HTML above it
 	chartPlotBottom = chartHeight - 30
 	maxChartBuckets = 360
+	minBarPx        = 3 // the least height of a bar with deliveries
 	chartGridLines  = 4 // intervals on both y axes, so they share grid lines
 )
 
@@ -61,7 +62,7 @@ type chartBucket struct {
 
 type chartYTick struct {
 	Y           float64
-	RateLabel   string
+	RateLabel   string // "" where the threshold's own label takes the place
 	VolumeLabel string
 }
 
@@ -91,8 +92,7 @@ type chartGeom struct {
 	Highlights          []chartRect
 	HasThreshold        bool
 	ThresholdY          float64
-	ThresholdLabel      string
-	ThresholdLabelY     float64
+	ThresholdLabel      string // "10%", drawn in the rate gutter
 	RateMax             float64
 	VolumeMax           int64
 	Summary             string // one line shown above the chart
@@ -218,12 +218,15 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 
 	// Bars and hover titles.
 	slotW := float64(bstep) / float64(span) * g.W
-	fill := 0.72
+	// The UI asks for at most about 60 buckets (web.chartStep) so that a bar
+	// stays at least minBarPx wide on a 390 px phone; callers that pass
+	// more get thinner gaps first.
+	fill := 0.8
 	switch n := len(buckets); {
 	case n > 200:
 		fill = 1
 	case n > 60:
-		fill = 0.86
+		fill = 0.9
 	}
 	for i := range buckets {
 		b := &buckets[i]
@@ -236,8 +239,8 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		b.BarX = x0 + (b.W-bw)/2
 		b.BarW = bw
 		b.BarH = float64(b.Volume) / float64(g.VolumeMax) * plotH
-		if b.Volume > 0 && b.BarH < 1.5 {
-			b.BarH = 1.5 // a bucket with deliveries is always visible
+		if b.Volume > 0 && b.BarH < minBarPx {
+			b.BarH = minBarPx // a bucket with deliveries is always visible
 		}
 		b.BarY = g.PlotBottom - b.BarH
 		when := formatBucketTime(b.start, span, step)
@@ -298,8 +301,14 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 	if d.Threshold > 0 {
 		g.HasThreshold = true
 		g.ThresholdY = rateY(d.Threshold)
-		g.ThresholdLabel = "Alert threshold " + formatPercent(d.Threshold)
-		g.ThresholdLabelY = thresholdLabelY(g.ThresholdY, g.YTicks, g.PlotTop)
+		g.ThresholdLabel = formatPercent(d.Threshold)
+		// The threshold is labelled on the rate axis, in its colour; a grid
+		// label it would overlap gives way.
+		for i := range g.YTicks {
+			if math.Abs(g.YTicks[i].Y-g.ThresholdY) < 13 {
+				g.YTicks[i].RateLabel = ""
+			}
+		}
 	}
 
 	g.XTicks = timeTicks(from, to, loc, g.W)
@@ -475,28 +484,6 @@ func timeTicks(from, to time.Time, loc *time.Location, w float64) []chartXTick {
 	return ticks
 }
 
-// thresholdLabelY puts the threshold label just above its line unless that
-// would sit on a grid-line label, in which case it goes below.
-func thresholdLabelY(lineY float64, ticks []chartYTick, top float64) float64 {
-	collides := func(y float64) bool {
-		for _, t := range ticks {
-			// grid labels occupy roughly [t.Y-15, t.Y-1]
-			if y > t.Y-17 && y-12 < t.Y-1 {
-				return true
-			}
-		}
-		return y-12 < top-20
-	}
-	above, below := lineY-5, lineY+15
-	if !collides(above) {
-		return above
-	}
-	if !collides(below) {
-		return below
-	}
-	return above
-}
-
 // niceCeil returns the smallest of 1, 2, 2.5, 5 × 10^k that is ≥ v.
 // Integer axes skip 2.5 and never go below 1.
 func niceCeil(v float64, integer bool) float64 {
@@ -630,9 +617,10 @@ const (
 )
 
 // sparklineGeometry scales values (NaN and ±Inf count as 0) into a w×h box
-// with a zero baseline; long series keep the maximum of each group so
-// spikes survive the downsampling.
-func sparklineGeometry(values []float64, w, h float64) sparkGeom {
+// with a zero baseline and top as its ceiling (0: the series' own maximum;
+// rows of one table pass the same top so their heights compare); long
+// series keep the maximum of each group so spikes survive the downsampling.
+func sparklineGeometry(values []float64, w, h, scaleTop float64) sparkGeom {
 	if len(values) == 0 {
 		return sparkGeom{Empty: true}
 	}
@@ -659,11 +647,14 @@ func sparklineGeometry(values []float64, w, h float64) sparkGeom {
 	for _, v := range vals {
 		top = math.Max(top, v)
 	}
+	if scaleTop > top {
+		top = scaleTop
+	}
 	yOf := func(v float64) float64 {
 		if top == 0 {
 			return h - sparkPad
 		}
-		return h - sparkPad - v/top*(h-2*sparkPad)
+		return h - sparkPad - math.Min(v/top, 1)*(h-2*sparkPad)
 	}
 	xOf := func(i int) float64 {
 		if len(vals) == 1 {
@@ -690,4 +681,18 @@ func sparklineGeometry(values []float64, w, h float64) sparkGeom {
 	}
 	g.Area = g.Line + fmt.Sprintf("L%s %sL%s %sZ", num(xOf(len(vals)-1)), num(h-sparkPad), num(startX), num(h-sparkPad))
 	return g
+}
+
+// SparkTop is the shared ceiling of a table's sparklines: the largest value
+// of any row, so a 16 % row is drawn taller than a 3 % one.
+func SparkTop(series ...[]float64) float64 {
+	top := 0.0
+	for _, vs := range series {
+		for _, v := range vs {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	return top
 }

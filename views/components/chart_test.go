@@ -333,18 +333,34 @@ func TestSparkline(t *testing.T) {
 		t.Fatal("empty sparkline")
 	}
 	for _, vals := range [][]float64{{0, 0, 0}, {0.5}, {math.NaN(), math.Inf(1), -1}} {
-		g := sparklineGeometry(vals, sparkW, sparkH)
+		g := sparklineGeometry(vals, sparkW, sparkH, 0)
 		if strings.Contains(g.Line+g.Area, "NaN") || strings.Contains(g.Line, "Inf") || g.Line == "" {
 			t.Fatalf("%v → %q", vals, g.Line)
 		}
 	}
 	long := make([]float64, 2000)
 	long[1234] = 1
-	g := sparklineGeometry(long, sparkW, sparkH)
+	g := sparklineGeometry(long, sparkW, sparkH, 0)
 	if n := strings.Count(g.Line, "L"); n >= sparkMax {
 		t.Fatalf("%d segments for 2000 values", n)
 	}
 	if !strings.Contains(g.Line, " "+strconv.Itoa(sparkPad)+"L") {
 		t.Fatalf("spike lost in downsampling: %s", g.Line)
+	}
+}
+
+func TestSightingsText(t *testing.T) {
+	for _, c := range []struct {
+		d, r int64
+		want string
+	}{
+		{3, 9, "Received 12× · 3 deliveries, 9 repeats"},
+		{1, 0, "Received once · 1 delivery"},
+		{1, 1, "Received 2× · 1 delivery, 1 repeat"},
+		{1200, 0, "Received 1,200× · 1,200 deliveries"},
+	} {
+		if got := SightingsText(c.d, c.r); got != c.want {
+			t.Errorf("SightingsText(%d, %d) = %q, want %q", c.d, c.r, got, c.want)
+		}
 	}
 }

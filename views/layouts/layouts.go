@@ -24,7 +24,7 @@ type Page struct {
 	User       *User // nil on the login page
 	TenantName string
 	Active     string // nav key: "leads","board","sources","monitor","alerts","users","tokens","endpoints"
-	OpenAlerts int    // admins see a banner linking /alerts when > 0
+	OpenAlerts int    // unacknowledged open alerts: admins see a banner linking /alerts when > 0
 	Flash      string // success notice
 	Undo       *Undo  // optional action offered with the flash ("Undo")
 	FlashError string // error notice
@@ -125,6 +125,14 @@ func documentTitle(title string) string {
 		return "Leadpipe"
 	}
 	return title + " · Leadpipe"
+}
+
+// needsWord agrees with openAlertsText: "1 open alert needs", "2 … need".
+func needsWord(n int) string {
+	if n == 1 {
+		return "needs"
+	}
+	return "need"
 }
 
 func openAlertsText(n int) string {

@@ -169,3 +169,16 @@ func (s *Store) DuplicatesForLead(ctx context.Context, tenantID, leadID string, 
 		ORDER BY d.dup_last_at DESC LIMIT ?`, tenantID, leadID, limit)
 	return out, err
 }
+
+// ProcessedSince lists a source's deliveries processed into a lead since a
+// time, newest first (index ix_deliveries_pending): what a reprocess made.
+func (s *Store) ProcessedSince(ctx context.Context, tenantID, sourceID string, since time.Time, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
+			d.attempts, d.last_error, LENGTH(d.payload) AS size,
+			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+		FROM deliveries d
+		WHERE d.tenant_id = ? AND d.processed_at >= ? AND d.source_id = ? AND d.lead_id IS NOT NULL AND d.last_error IS NULL
+		ORDER BY d.processed_at DESC, d.id DESC LIMIT ?`, tenantID, since.UTC(), sourceID, limit)
+	return out, err
+}

@@ -21,7 +21,7 @@ func (googleAdsKind) Verify(_ http.Header, body []byte, secrets []string, _ time
 	doc := decodeObject(body)
 	var key string
 	if doc == nil || json.Unmarshal(doc[googleKeyMember], &key) != nil || key == "" {
-		return fmt.Errorf("%w: missing google_key", ErrSignature)
+		return &sigError{msg: fmt.Sprintf("%v: missing google_key", ErrSignature), reason: ErrMissingSignature}
 	}
 	for _, secret := range secrets {
 		if secret != "" && equalSecret(key, secret) {

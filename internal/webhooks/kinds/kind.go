@@ -231,8 +231,53 @@ func equalSecret(a, b string) bool {
 
 func noMatch() error { return fmt.Errorf("%w: no matching signature", ErrSignature) }
 
+// Why a signature check refused a request, for the rejected-request
+// inspector; both also match ErrSignature. Anything else that matches
+// ErrSignature is a bad signature.
+var (
+	ErrMissingSignature = errors.New("missing signature")
+	ErrStaleTimestamp   = errors.New("stale timestamp")
+)
+
+// sigError is a refusal with its reason; its message is the one the sender
+// reads in the 401.
+type sigError struct {
+	msg    string
+	reason error
+	skew   int64 // seconds the signed time is behind now (negative: ahead)
+}
+
+func (e *sigError) Error() string   { return e.msg }
+func (e *sigError) Unwrap() []error { return []error{ErrSignature, e.reason} }
+
 func missingHeader(name string) error {
-	return fmt.Errorf("%w: missing %s header", ErrSignature, name)
+	return &sigError{msg: fmt.Sprintf("%v: missing %s header", ErrSignature, name), reason: ErrMissingSignature}
+}
+
+// Reject reasons (the rejected-request inspector's "reason").
+const (
+	ReasonMissingSignature = "missing_signature"
+	ReasonBadSignature     = "bad_signature"
+	ReasonStaleTimestamp   = "stale_timestamp"
+	ReasonTooLarge         = "too_large"
+	ReasonUnknownKind      = "unknown_kind"
+)
+
+// RejectReason names why err refused a request and, for a stale
+// timestamp, how many seconds the signed time was behind now (negative:
+// ahead of it).
+func RejectReason(err error) (reason string, skewSeconds *int64) {
+	var se *sigError
+	switch {
+	case errors.Is(err, ErrUnknownKind), errors.Is(err, ErrInvalidConfig):
+		return ReasonUnknownKind, nil
+	case errors.Is(err, ErrMissingSignature):
+		return ReasonMissingSignature, nil
+	case errors.As(err, &se) && errors.Is(err, ErrStaleTimestamp):
+		skew := se.skew
+		return ReasonStaleTimestamp, &skew
+	}
+	return ReasonBadSignature, nil
 }
 
 // parseSignedTime parses a unix-seconds timestamp and checks it is within
@@ -245,11 +290,23 @@ func parseSignedTime(s string, now time.Time) (int64, error) {
 	n := now.Unix() // compared without subtraction so huge values cannot overflow
 	switch {
 	case t < n-tolerance:
-		return 0, fmt.Errorf("%w: timestamp is more than %d s old", ErrSignature, tolerance)
+		return 0, &sigError{msg: fmt.Sprintf("%v: timestamp is more than %d s old", ErrSignature, tolerance), reason: ErrStaleTimestamp, skew: skewOf(n, t)}
 	case t > n+tolerance:
-		return 0, fmt.Errorf("%w: timestamp is more than %d s in the future", ErrSignature, tolerance)
+		return 0, &sigError{msg: fmt.Sprintf("%v: timestamp is more than %d s in the future", ErrSignature, tolerance), reason: ErrStaleTimestamp, skew: skewOf(n, t)}
 	}
 	return t, nil
+}
+
+// skewOf is n - t, clamped so that absurd timestamps cannot overflow.
+func skewOf(n, t int64) int64 {
+	const limit = 1 << 40
+	switch {
+	case t < n-limit:
+		return limit
+	case t > n+limit:
+		return -limit
+	}
+	return n - t
 }
 
 // decodeBase64 accepts padded and unpadded, standard and URL alphabets; the

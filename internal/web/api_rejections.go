@@ -1,0 +1,30 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/rejections"
+)
+
+// listRejections is GET /api/v1/sources/{id}/rejections?limit=: the
+// source's newest rejected requests (at most 100, of the last 7 days).
+func (s *Server) listRejections(w http.ResponseWriter, r *http.Request) {
+	limit, err := rejections.ParseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	items, err := s.Rejections.List(r.Context(), Tenant(r), src.ID, limit)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+}

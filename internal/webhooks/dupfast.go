@@ -1,0 +1,332 @@
+package webhooks
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"leadpipe/internal/db"
+)
+
+// The duplicate fast path (README "Duplicates in a retry storm"). A
+// duplicate of a delivery id whose claim this process saw COMMIT is
+// answered at once, with no database round trip: the answer ("we have it,
+// as <original>") was already true. Its arrival is tallied in memory per
+// original and written by one statement per flush (every FlushEvery, and
+// at shutdown), which raises the original's dup_count, dup_first_at and
+// dup_last_at as the claim would have, then hints Sightings, which brings
+// the lead's times_seen along. A crash loses at most the tally of one
+// flush: while a flush fails nothing more is tallied (duplicates take the
+// claim again), and no delivery or original is ever only in memory.
+//
+// Memory is bounded in bytes (Claimer.Memory, LEADPIPE_DUPLICATE_MEMORY):
+// seven eighths for the committed delivery ids, an eighth for the tally.
+// A duplicate this process does not know (another server process claimed
+// it, or it was forgotten) takes the claim, which finds the original in
+// the database and is as right, only slower.
+
+// DefaultDuplicateMemory is the fast path's memory bound when none is set.
+const DefaultDuplicateMemory = 32 << 20
+
+// entryOverhead is what a map entry costs beside its strings' bytes (the
+// string headers, the bucket's share, the map's spare room), rounded up.
+const entryOverhead = 96
+
+// Answer answers a duplicate without the database when this process knows
+// the delivery id's claim committed: it returns our row id of the original
+// and whether the duplicate was tallied (true: the caller answers
+// duplicate and is done). An original it knows but could not tally (the
+// tally is full, a flush is failing, or the claimer is shutting down)
+// comes back with false: the caller claims it as before, through the
+// primary key.
+func (c *Claimer) Answer(tenantID, sourceID, deliveryID string, at time.Time) (string, bool) {
+	c.start()
+	orig, ok := c.known.get(tenantID, sourceID, deliveryID)
+	if !ok {
+		return "", false
+	}
+	return orig, c.tally.add(tenantID, sourceID, deliveryID, orig, at)
+}
+
+// FlushDuplicates writes the tally of fast-path duplicates now.
+func (c *Claimer) FlushDuplicates(ctx context.Context) error {
+	c.start()
+	return c.flushTally(ctx)
+}
+
+// Shutdown stops tallying (later duplicates take the claim) and writes
+// what is tallied: a clean shutdown leaves every count exact.
+func (c *Claimer) Shutdown(ctx context.Context) error {
+	c.start()
+	c.tally.close()
+	c.stopOnce.Do(func() { close(c.stop) })
+	return c.flushTally(ctx)
+}
+
+func (c *Claimer) flushLoop() {
+	t := time.NewTicker(c.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := c.flushTally(ctx); err != nil && c.Log != nil {
+				c.Log.Warn("writing duplicate counts failed; duplicates take the claim until it works", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// flushTally writes the pending tally, one statement per flush (in chunks
+// of tallyChunk originals), and then tells OnDuplicates. On failure the
+// counts go back into the tally, which takes no more until a flush works.
+func (c *Claimer) flushTally(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	pending := c.tally.take()
+	if len(pending) == 0 {
+		return nil
+	}
+	keys := make([]tallyKey, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	// Key order: concurrent writers of the same rows (claims, the worker)
+	// lock them in this order too.
+	slices.SortFunc(keys, func(a, b tallyKey) int {
+		if a.tenantID != b.tenantID {
+			return strings.Compare(a.tenantID, b.tenantID)
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for len(keys) > 0 {
+		n := min(len(keys), tallyChunk)
+		if err := c.writeTally(ctx, keys[:n], pending); err != nil {
+			rest := make(map[tallyKey]tallied, len(keys))
+			for _, k := range keys {
+				rest[k] = pending[k]
+			}
+			c.tally.putBack(rest)
+			return err
+		}
+		if c.OnDuplicates != nil {
+			refs := make([]DeliveryRef, n)
+			for i, k := range keys[:n] {
+				refs[i] = DeliveryRef{TenantID: k.tenantID, ID: k.id}
+			}
+			c.OnDuplicates(refs)
+		}
+		keys = keys[n:]
+	}
+	c.tally.healthy()
+	return nil
+}
+
+const tallyChunk = 500
+
+// writeTally adds each original's tallied duplicates in one statement
+// (autocommit; retried after a deadlock or a lock wait timeout): the
+// claim's own INSERT … ON DUPLICATE KEY UPDATE (claimer.go), each row
+// naming its original's primary key and carrying its count and first and
+// last arrival, so every row costs the server one primary-key lookup (a
+// CASE per column would cost it the whole list per row). An original that
+// is gone (its tenant was deleted) is stored failed in its place, as the
+// claim does.
+func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) error {
+	args := make([]any, 0, len(keys)*12)
+	for _, k := range keys {
+		t := pending[k]
+		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, "webhook", []byte{}, t.first, "failed", vanishedOriginal,
+			t.n, t.first, t.last)
+	}
+	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(keys)-1) + `
+		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
+			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
+			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
+	var err error
+	for attempt := 0; attempt < 6; attempt++ {
+		if _, err = c.DB.ExecContext(ctx, q, args...); err == nil || !db.Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
+	}
+	return err
+}
+
+// knownIDs is a bounded map of the delivery ids whose claim committed
+// recently to our row ids, in two generations: when the young one has
+// used its half of the bytes it becomes the old one, and the old one is
+// dropped, so memory stays bounded without per-entry bookkeeping. Only
+// the claimer's batch results put entries, after their statement
+// returned (autocommit: committed); nothing that may roll back does.
+type knownIDs struct {
+	mu         sync.Mutex
+	max        int64 // bytes per generation
+	youngBytes int64
+	young, old map[string]string
+}
+
+func (k *knownIDs) init(maxBytes int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.max = maxBytes / 2
+	k.youngBytes = 0
+	k.young, k.old = map[string]string{}, map[string]string{}
+}
+
+// knownKey appends the map key of a delivery id to b: tenant and source
+// ids are 26 characters each, so the concatenation is unambiguous.
+func knownKey(b []byte, tenantID, sourceID, deliveryID string) []byte {
+	return append(append(append(b, tenantID...), sourceID...), deliveryID...)
+}
+
+func (k *knownIDs) get(tenantID, sourceID, deliveryID string) (string, bool) {
+	var buf [256]byte
+	key := knownKey(buf[:0], tenantID, sourceID, deliveryID)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id, ok := k.young[string(key)]; ok { // no allocation: the compiler looks up without copying
+		return id, true
+	}
+	id, ok := k.old[string(key)]
+	return id, ok
+}
+
+func (k *knownIDs) put(tenantID, sourceID, deliveryID, id string) {
+	key := string(knownKey(nil, tenantID, sourceID, deliveryID))
+	size := int64(len(key) + len(id) + entryOverhead)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.max <= 0 {
+		return
+	}
+	if _, ok := k.young[key]; ok {
+		k.young[key] = id
+		return
+	}
+	if k.youngBytes+size > k.max {
+		k.old, k.young, k.youngBytes = k.young, map[string]string{}, 0
+	}
+	k.young[key] = id
+	k.youngBytes += size
+}
+
+// tally holds the fast-path duplicates not yet written, per original.
+type tally struct {
+	mu      sync.Mutex
+	max     int64 // bytes
+	bytes   int64
+	pending map[tallyKey]tallied
+	failing bool // the last flush failed: take nothing until one works
+	closed  bool
+}
+
+// tallyKey is an original: our row id, with the delivery id's key (the
+// flush names them all, as the claim does).
+type tallyKey struct{ tenantID, id, sourceID, deliveryID string }
+
+func (k tallyKey) size() int64 {
+	return int64(len(k.tenantID)+len(k.id)+len(k.sourceID)+len(k.deliveryID)) + entryOverhead
+}
+
+type tallied struct {
+	n           int
+	first, last time.Time
+}
+
+func (t *tally) init(maxBytes int64) {
+	t.max = maxBytes
+	t.pending = map[tallyKey]tallied{}
+}
+
+// add tallies one duplicate of original id; false when it cannot (full,
+// failing, closed), and the duplicate must take the claim.
+func (t *tally) add(tenantID, sourceID, deliveryID, id string, at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.failing {
+		return false
+	}
+	k := tallyKey{tenantID: tenantID, id: id, sourceID: sourceID, deliveryID: deliveryID}
+	e, ok := t.pending[k]
+	if !ok {
+		size := k.size()
+		if t.bytes+size > t.max {
+			return false
+		}
+		t.bytes += size
+		e = tallied{first: at, last: at}
+	}
+	e.n++
+	if at.Before(e.first) {
+		e.first = at
+	}
+	if at.After(e.last) {
+		e.last = at
+	}
+	t.pending[k] = e
+	return true
+}
+
+// take hands over what is pending and starts an empty tally.
+func (t *tally) take() map[tallyKey]tallied {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pending
+	t.pending, t.bytes = map[tallyKey]tallied{}, 0
+	return p
+}
+
+// putBack merges a tally whose flush failed into the pending one and
+// stops taking duplicates until a flush works. It may go over the byte
+// bound by what was added while the flush ran (at most one flush's).
+func (t *tally) putBack(p map[tallyKey]tallied) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failing = true
+	for k, e := range p {
+		cur, ok := t.pending[k]
+		if !ok {
+			t.pending[k] = e
+			t.bytes += k.size()
+			continue
+		}
+		cur.n += e.n
+		cur.first = minTime(cur.first, e.first)
+		cur.last = maxTime(cur.last, e.last)
+		t.pending[k] = cur
+	}
+}
+
+func (t *tally) healthy() {
+	t.mu.Lock()
+	t.failing = false
+	t.mu.Unlock()
+}
+
+func (t *tally) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,141 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"leadpipe/internal/dbtest"
+	"leadpipe/internal/ids"
+)
+
+// Only a committed claim is remembered: a row the database refused, or a
+// batch that never reached it, leaves nothing a duplicate could be
+// answered from.
+func TestOnlyCommittedClaimsAreKnown(t *testing.T) {
+	x, _ := dbtest.New(t, "fast_committed")
+	c := &Claimer{DB: x}
+	tenant, source := ids.New(), ids.New()
+	now := time.Now().UTC()
+	d := func(did string) Delivery {
+		return Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+	}
+	if _, _, err := c.Claim(context.Background(), d("bad-\xff\xfe")); err == nil {
+		t.Fatal("the database stored a delivery id that is not UTF-8")
+	}
+	if _, ok := c.known.get(tenant, source, "bad-\xff\xfe"); ok {
+		t.Fatal("a refused claim is known")
+	}
+	good := d("good")
+	if isNew, _, err := c.Claim(context.Background(), good); err != nil || !isNew {
+		t.Fatalf("claim: %v %v", isNew, err)
+	}
+	if id, ok := c.known.get(tenant, source, "good"); !ok || id != good.ID {
+		t.Fatalf("a committed claim is not known: %q", id)
+	}
+
+	// A claimer whose database is gone: the claim fails, nothing is known.
+	y, _ := dbtest.New(t, "fast_closed")
+	y.Close()
+	gone := &Claimer{DB: y}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := gone.Claim(ctx, d("never")); err == nil {
+		t.Fatal("claim on a closed database succeeded")
+	}
+	if _, ok := gone.known.get(tenant, source, "never"); ok {
+		t.Fatal("a failed claim is known")
+	}
+}
+
+// A flush that fails keeps its counts and stops the fast path until a
+// flush works; then the counts are exact.
+func TestFailedFlushKeepsCountsAndStopsTheFastPath(t *testing.T) {
+	x, _ := dbtest.New(t, "fast_flush")
+	c := &Claimer{DB: x, FlushEvery: time.Hour}
+	tenant, source := ids.New(), ids.New()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	orig := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: "d1", Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+	if _, _, err := c.Claim(context.Background(), orig); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if id, ok := c.Answer(tenant, source, "d1", now.Add(time.Duration(i)*time.Second)); !ok || id != orig.ID {
+			t.Fatalf("answer %d: %q %v", i, id, ok)
+		}
+	}
+	y, _ := dbtest.New(t, "fast_flush_closed")
+	y.Close()
+	c.DB = y
+	if err := c.FlushDuplicates(context.Background()); err == nil {
+		t.Fatal("flush on a closed database succeeded")
+	}
+	if id, ok := c.Answer(tenant, source, "d1", now); ok || id != orig.ID {
+		t.Fatalf("while flushes fail the fast path must refuse (and name the original for the claim): %q %v", id, ok)
+	}
+	c.DB = x
+	if err := c.FlushDuplicates(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		N           int       `db:"dup_count"`
+		First, Last time.Time `db:"dup_first_at"`
+	}
+	if err := x.QueryRowx(`SELECT dup_count, dup_first_at, dup_last_at FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, orig.ID).
+		Scan(&got.N, &got.First, &got.Last); err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 5 || !got.First.Equal(now.Add(time.Second)) || !got.Last.Equal(now.Add(5*time.Second)) {
+		t.Fatalf("after the failed flush: count %d first %s last %s, want 5, +1s, +5s", got.N, got.First, got.Last)
+	}
+	if _, ok := c.Answer(tenant, source, "d1", now); !ok {
+		t.Fatal("the fast path did not come back after a flush worked")
+	}
+}
+
+// Memory stays within the byte bound: the known ids rotate generations,
+// the tally refuses what does not fit (those duplicates take the claim).
+func TestFastPathMemoryIsBounded(t *testing.T) {
+	var k knownIDs
+	k.init(64 << 10)
+	tenant, source := ids.New(), ids.New()
+	for i := 0; i < 10000; i++ {
+		k.put(tenant, source, fmt.Sprintf("delivery-%06d", i), ids.New())
+	}
+	used := int64(0)
+	for key, v := range k.young {
+		used += int64(len(key) + len(v) + entryOverhead)
+	}
+	for key, v := range k.old {
+		used += int64(len(key) + len(v) + entryOverhead)
+	}
+	if used > 64<<10 {
+		t.Fatalf("known ids hold %d bytes, bound %d", used, 64<<10)
+	}
+	if _, ok := k.get(tenant, source, "delivery-009999"); !ok {
+		t.Fatal("the newest id was forgotten")
+	}
+	var tl tally
+	tl.init(4 << 10)
+	took := 0
+	for i := 0; i < 1000; i++ {
+		if tl.add(tenant, source, "d", ids.New(), time.Now()) {
+			took++
+		}
+	}
+	if took == 0 || took*(26+26+26+1+entryOverhead) > 4<<10 {
+		t.Fatalf("the tally took %d originals in 4 KiB", took)
+	}
+	// A known original the tally cannot take is named for the claim.
+	c := &Claimer{Memory: 8 * (26 + 26 + 1 + 10 + entryOverhead), FlushEvery: time.Hour} // room for one tallied original
+	c.start()
+	c.known.put(tenant, source, "a", "ORIGINAL-A")
+	c.known.put(tenant, source, "b", "ORIGINAL-B")
+	if _, ok := c.Answer(tenant, source, "a", time.Now()); !ok {
+		t.Fatal("the first original was not tallied")
+	}
+	if id, ok := c.Answer(tenant, source, "b", time.Now()); ok || id != "ORIGINAL-B" {
+		t.Fatalf("a full tally answered %q %v, want the claim path with the original", id, ok)
+	}
+}
