@@ -337,6 +337,13 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 			t.Fatalf("webhook %s: %d", id, st)
 		}
 	}
+	// Repeats of a delivery this server knows are counted in memory and
+	// written within a flush (about half a second): wait for it.
+	apptest.Eventually(t, 10*time.Second, "the repeats of evt-storm-1 counted", func() bool {
+		var n int
+		err := d.e.App.DB.Get(&n, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND delivery_id = 'evt-storm-1'`, d.acme.ID)
+		return err == nil && n == 2
+	})
 	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="alert-deliveries"]`), chromedp.NodeVisible))
 	admin.waitText(`[data-testid="window-duplicates"]`, "evt-storm-1")
 	if n := admin.count(`[data-testid="window-duplicate"]`); n != 1 || !strings.Contains(admin.text(`[data-testid="window-duplicate"]`), "Received 3× · 1 delivery, 2 repeats") {

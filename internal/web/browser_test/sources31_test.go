@@ -17,13 +17,13 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
-// TestBrowserDeadLettersAndRejections: a generic source whose delivery id
+// TestBrowserDeadLetters: a generic source whose delivery id
 // path is wrong turns deliveries into dead letters. Their headers show as
 // a table; after the path is fixed, Resend on a row makes the lead;
 // Discard removes the other. A badly signed request shows under Rejected
 // requests with its reason (no secret on the page), and "Send a test
 // delivery" answers with the endpoint's real outcome. Both widths fit.
-func TestBrowserDeadLettersAndRejections(t *testing.T) {
+func TestBrowserDeadLetters(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
