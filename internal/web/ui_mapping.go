@@ -155,8 +155,8 @@ func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
 }
 
 // guideMapping points the mapping editor at the latest failing delivery:
-// its payload as a tree of clickable keys, and each saved path that finds
-// nothing in it marked on its field with the delivery's error.
+// its payload as a tree of clickable keys, and the natural key or delivery
+// id path that finds nothing in it marked on its field with the error.
 func (s *Server) guideMapping(m *srcviews.Mapping, d DeliveryItem) {
 	if len(m.Errors) > 0 || !json.Valid(d.Raw) {
 		return
@@ -175,12 +175,10 @@ func (s *Server) guideMapping(m *srcviews.Mapping, d DeliveryItem) {
 			m.Broken["config."+key] = why + " Nothing is at " + path + ": click the right key in the payload."
 		}
 	}
+	// Only the paths a delivery cannot do without: an optional field the
+	// sender left out (no phone) is not what broke it.
 	check("natural_key_path", m.NaturalKeyPath)
 	check("delivery_id_path", m.DeliveryIDPath)
-	check("event_time_path", m.EventTimePath)
-	for _, f := range m.Fields {
-		check("fields."+f.Name, f.Path)
-	}
 }
 
 // payloadTree turns a JSON document into the editor's tree, keys in their
