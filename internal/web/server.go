@@ -59,8 +59,8 @@ func (s *Server) Check() error {
 		"Log": s.Log != nil, "Cfg": s.Cfg != nil, "Tenants": s.Tenants != nil, "Sources": s.Sources != nil,
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
-		"Rejections": s.Rejections != nil,
-		"Hooks":      s.Hooks != nil, "Metrics": s.Metrics != nil,
+		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil,
+		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {
 			missing = append(missing, name)
