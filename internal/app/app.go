@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"leadpipe/internal/atrest"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
@@ -109,7 +110,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)
 	a.Sources.Now = a.Now
 	a.Web = &web.Server{Log: log, Cfg: cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
-		Deliveries: deliveries.NewStore(a.DB)}
+		Deliveries: deliveries.NewStore(a.DB), Audit: &audit.Service{DB: a.DB}}
 	if err := a.wire(ctx); err != nil {
 		a.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
@@ -172,6 +173,10 @@ func (s *Service) CreateOnce(ctx context.Context, tenantID string, in CreateInpu
 	ep := Endpoint{TenantID: tenantID, ID: ids.New(), URL: strings.TrimSpace(in.URL), Description: in.Description,
 		Events: evs, Enabled: in.Enabled == nil || *in.Enabled, CreatedAt: now, UpdatedAt: now}
 	ep, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Endpoint, error) {
+		if err := audit.Record(ctx, tx, tenantID, audit.Entry{Action: "endpoint.created", TargetType: "endpoint", TargetID: ep.ID,
+			Detail: map[string]any{"host": urlHost(ep.URL), "events": ep.Events, "enabled": ep.Enabled}}); err != nil {
+			return ep, err
+		}
 		if err := insertEndpoint(ctx, tx, ep); err != nil {
 			return ep, err
 		}
@@ -235,6 +240,7 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 		if err != nil {
 			return err
 		}
+		before := ep
 		wasEnabled := ep.Enabled
 		if in.URL != nil {
 			ep.URL = strings.TrimSpace(*in.URL)
@@ -270,9 +276,47 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 			}
 		}
 		out = ep
-		return nil
+		return recordChange(ctx, tx, tenantID, before, ep)
 	})
 	return out, db.MapErr(err, "endpoint not found", "")
+}
+
+// recordChange audits what a patch changed (nothing when nothing did):
+// field names, the new host and the new enabled state, never the URL's
+// path or query, which may carry the receiver's own token.
+func recordChange(ctx context.Context, tx db.Ext, tenantID string, a, b Endpoint) error {
+	var changed []string
+	detail := map[string]any{}
+	if a.URL != b.URL {
+		changed = append(changed, "url")
+		detail["host"] = urlHost(b.URL)
+	}
+	if !slices.Equal(a.Events, b.Events) {
+		changed = append(changed, "events")
+		detail["events"] = b.Events
+	}
+	if a.Description != b.Description {
+		changed = append(changed, "description")
+	}
+	if a.Enabled != b.Enabled {
+		changed = append(changed, "enabled")
+		detail["enabled"] = b.Enabled
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	detail["changed"] = changed
+	return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "endpoint.changed", TargetType: "endpoint", TargetID: b.ID, Detail: detail})
+}
+
+// urlHost is the host an endpoint URL points at: what the audit log keeps
+// of it.
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // Delete removes an endpoint with its secrets, deliveries and attempts.
@@ -281,7 +325,12 @@ func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 		return apperr.New(apperr.NotFound, "endpoint not found")
 	}
 	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if _, err := getEndpoint(ctx, tx, tenantID, id, true); err != nil {
+		ep, err := getEndpoint(ctx, tx, tenantID, id, true)
+		if err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, tenantID, audit.Entry{Action: "endpoint.deleted", TargetType: "endpoint", TargetID: id,
+			Detail: map[string]any{"host": urlHost(ep.URL)}}); err != nil {
 			return err
 		}
 		return deleteEndpoint(ctx, tx, tenantID, id)
@@ -332,7 +381,8 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 			ep.PreviousSecretExpiresAt = &until
 		}
 		out = ep
-		return nil
+		return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "endpoint.secret_rotated", TargetType: "endpoint", TargetID: id,
+			Detail: map[string]any{"host": urlHost(ep.URL), "grace_seconds": grace, "secret_given": in.Secret != ""}})
 	})
 	return out, db.MapErr(err, "endpoint not found", "")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
@@ -203,5 +204,28 @@ func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor 
 		}
 		out.Items = append(out.Items, item)
 	}
-	return out, nil
+	return out, recordBulk(ctx, tx, tenantID, in, out)
+}
+
+// recordBulk writes the bulk request's one audit row, in its transaction:
+// what was set, how many leads changed and which.
+func recordBulk(ctx context.Context, tx *sqlx.Tx, tenantID string, in BulkInput, out BulkResult) error {
+	changed := []string{}
+	for _, it := range out.Items {
+		if it.Status == BulkUpdated {
+			changed = append(changed, it.ID)
+		}
+	}
+	set := map[string]any{}
+	if in.Set.Status != nil {
+		set["status"] = *in.Set.Status
+	}
+	if in.Set.OwnerSet {
+		set["owner_id"] = in.Set.OwnerID // nil: unassigned
+	}
+	if len(in.Set.AddTags) > 0 {
+		set["add_tags"] = in.Set.AddTags
+	}
+	return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "leads.bulk_edited", TargetType: "leads",
+		Detail: map[string]any{"count": len(changed), "ids": changed, "requested": len(in.IDs), "set": set}})
 }

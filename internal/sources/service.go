@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/atrest"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
@@ -143,6 +145,12 @@ func (s *Service) CreateOnce(ctx context.Context, tenantID string, in CreateInpu
 		secret = s.generateSecret(in.Kind)
 	}
 	src, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Source, error) {
+		// The audit row first: when the insert fails (a taken slug), the
+		// transaction takes the row with it.
+		if err := audit.Record(ctx, tx, tenantID, audit.Entry{Action: "source.created", TargetType: "source", TargetID: src.ID,
+			Detail: map[string]any{"slug": src.Slug, "name": src.Name, "kind": src.Kind}}); err != nil {
+			return src, err
+		}
 		if err := insertSource(ctx, tx, src); err != nil {
 			return src, err
 		}
@@ -293,6 +301,7 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 		if err != nil {
 			return err
 		}
+		before := src
 		f := map[string]string{}
 		if in.Name != nil {
 			n := strings.TrimSpace(*in.Name)
@@ -327,7 +336,17 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 		}
 		src.UpdatedAt = s.now()
 		out = src
-		return updateSource(ctx, tx, src)
+		if err := updateSource(ctx, tx, src); err != nil {
+			return err
+		}
+		if changed := changedFields(before, src); len(changed) > 0 {
+			detail := map[string]any{"changed": changed}
+			if src.Name != before.Name {
+				detail["name"] = src.Name
+			}
+			return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "source.changed", TargetType: "source", TargetID: id, Detail: detail})
+		}
+		return nil
 	})
 	s.invalidate()
 	return out, err
@@ -372,7 +391,11 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 			return err
 		}
 		// A distinct created_at keeps "newest first" ordering strict.
-		return insertSecret(ctx, tx, tenantID, id, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, id, "secret")), now.Add(time.Microsecond))
+		if err := insertSecret(ctx, tx, tenantID, id, ids.New(), s.Box.Seal([]byte(secret), aad(tenantID, id, "secret")), now.Add(time.Microsecond)); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "source.secret_rotated", TargetType: "source", TargetID: id,
+			Detail: map[string]any{"slug": src.Slug, "grace_seconds": grace, "secret_given": in.Secret != ""}})
 	})
 	s.invalidate()
 	return src, secret, err
@@ -479,4 +502,26 @@ func (s *Service) invalidate() {
 	s.cacheMu.Lock()
 	s.cache = nil
 	s.cacheMu.Unlock()
+}
+
+// changedFields names what a patch changed, for the audit log: names only,
+// never a value (a verify token or an access token is a secret; a config
+// or a base URL may carry one).
+func changedFields(a, b Source) []string {
+	var out []string
+	add := func(name string, changed bool) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	add("name", a.Name != b.Name)
+	add("config", string(a.Config) != string(b.Config))
+	add("verify_token", !bytes.Equal(a.VerifyTokenEnc, b.VerifyTokenEnc))
+	add("reconcile.base_url", deref(a.ReconcileBaseURL) != deref(b.ReconcileBaseURL))
+	add("reconcile.access_token", !bytes.Equal(a.ReconcileTokenEnc, b.ReconcileTokenEnc))
+	add("reconcile.form_id", deref(a.ReconcileFormID) != deref(b.ReconcileFormID))
+	add("reconcile.list_path", deref(a.ReconcileListPath) != deref(b.ReconcileListPath))
+	add("reconcile.interval_seconds", a.ReconcileIntervalS != b.ReconcileIntervalS)
+	add("reconcile.lookback_seconds", a.ReconcileLookbackS != b.ReconcileLookbackS)
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/tenants"
@@ -158,6 +159,7 @@ func TestOpenAPISchemasMatchResponses(t *testing.T) {
 		"PreviewItem":    web.PreviewItem{},
 		"Token":          tenants.Token{},
 		"User":           web.APIUser{},
+		"AuditEntry":     audit.Entry{},
 	} {
 		t.Run(schema, func(t *testing.T) {
 			var documented []string

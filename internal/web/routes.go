@@ -97,6 +97,7 @@ func (s *Server) Routes() http.Handler {
 		admin.Post("/users", s.apiCreateUser)
 		admin.Patch("/users/{id}", s.apiPatchUser)
 		admin.Delete("/users/{id}", s.apiDeleteUser)
+		admin.Get("/audit", s.apiListAudit)
 	})
 	s.uiRoutes(r)
 

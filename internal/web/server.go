@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"leadpipe/internal/audit"
 	"leadpipe/internal/config"
 	"leadpipe/internal/events"
 	"leadpipe/internal/idempotency"
@@ -42,6 +43,7 @@ type Server struct {
 	Reconcile   *reconcile.Service      // reconcile runs: list and "Reconcile now"
 	Events      *events.Service         // outbound endpoints, events, attempts, replay
 	Rejections  *rejections.Service     // a source's rejected requests (inspector)
+	Audit       *audit.Service          // the audit log: API and admin page
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -59,7 +61,7 @@ func (s *Server) Check() error {
 		"Log": s.Log != nil, "Cfg": s.Cfg != nil, "Tenants": s.Tenants != nil, "Sources": s.Sources != nil,
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
-		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil,
+		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Audit": s.Audit != nil,
 		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {

@@ -79,6 +79,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/settings/tokens", s.uiTokens)
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
+				r.Get("/settings/audit", s.uiAudit)
 				s.endpointUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)

@@ -23,7 +23,7 @@ type Page struct {
 	Title      string
 	User       *User // nil on the login page
 	TenantName string
-	Active     string // nav key: "leads","board","sources","monitor","alerts","users","tokens","endpoints"
+	Active     string // nav key: "leads","board","sources","monitor","alerts","users","tokens","endpoints","audit"
 	OpenAlerts int    // unacknowledged open alerts: admins see a banner linking /alerts when > 0
 	Flash      string // success notice
 	Undo       *Undo  // optional action offered with the flash ("Undo")
@@ -115,6 +115,7 @@ func NavItems(u *User) []NavItem {
 			NavItem{Key: "users", Label: "Users", Href: "/settings/users", Admin: true},
 			NavItem{Key: "tokens", Label: "API tokens", Href: "/settings/tokens", Admin: true},
 			NavItem{Key: "endpoints", Label: "Endpoints", Href: "/settings/endpoints", Admin: true},
+			NavItem{Key: "audit", Label: "Audit log", Href: "/settings/audit", Admin: true},
 		)
 	}
 	return items

@@ -51,7 +51,7 @@ func TestAppNavigationByRole(t *testing.T) {
 		if got := strings.Join(navKeys(doc), ","); got != "leads,board" {
 			t.Fatalf("staff nav = %s", got)
 		}
-		for _, href := range []string{"/sources", "/monitor", "/alerts", "/settings/users", "/settings/tokens", "/settings/endpoints"} {
+		for _, href := range []string{"/sources", "/monitor", "/alerts", "/settings/users", "/settings/tokens", "/settings/endpoints", "/settings/audit"} {
 			if doc.Find(`a[href="`+href+`"]`).Length() != 0 {
 				t.Errorf("staff sees a link to %s", href)
 			}
@@ -62,12 +62,13 @@ func TestAppNavigationByRole(t *testing.T) {
 	})
 	t.Run("admin", func(t *testing.T) {
 		doc, _ := render(t, App(Page{Title: "Sources", User: admin, TenantName: "Acme", Active: "sources"}))
-		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,monitor,alerts,users,tokens,endpoints" {
+		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,monitor,alerts,users,tokens,endpoints,audit" {
 			t.Fatalf("admin nav = %s", got)
 		}
 		want := map[string]string{
 			"leads": "/leads", "board": "/leads/board", "sources": "/sources", "monitor": "/monitor",
 			"alerts": "/alerts", "users": "/settings/users", "tokens": "/settings/tokens", "endpoints": "/settings/endpoints",
+			"audit": "/settings/audit",
 		}
 		for key, href := range want {
 			if got := doc.Find(`[data-testid="nav-`+key+`"]`).AttrOr("href", ""); got != href {
@@ -93,7 +94,7 @@ func TestMoreMenu(t *testing.T) {
 	more.Find(`a`).Each(func(_ int, s *goquery.Selection) {
 		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "more-"))
 	})
-	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints,me" {
+	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints,audit,me" {
 		t.Fatalf("more menu = %s", got)
 	}
 	if id := more.Find(`[data-testid="more-identity"]`).Text(); !strings.Contains(id, "Dana Okafor") || !strings.Contains(id, "dana@acme.test") || !strings.Contains(id, "Admin") {
@@ -105,8 +106,8 @@ func TestMoreMenu(t *testing.T) {
 	if more.Find(`summary .nav-count`).Text() != "2" {
 		t.Error("More does not show the open alerts")
 	}
-	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 6 {
-		t.Errorf("%d tabs fold away on phones, want 6", n)
+	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 7 {
+		t.Errorf("%d tabs fold away on phones, want 7", n)
 	}
 	sdoc, _ := render(t, App(Page{Title: "Inbox", User: staff, Active: "leads"}))
 	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 1 || sdoc.Find(`[data-testid="more-me"]`).Length() != 1 {

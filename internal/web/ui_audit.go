@@ -1,0 +1,103 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
+	"leadpipe/views/components"
+	"leadpipe/views/settings"
+)
+
+// uiAudit is GET /settings/audit?action=&actor=&cursor=: the audit log for
+// admins, filtered by action and by who acted, an "Older" page at a time.
+func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	q := r.URL.Query()
+	f := audit.Filter{Action: q.Get("action"), ActorID: q.Get("actor"), Cursor: q.Get("cursor"), Limit: 50}
+	page, err := s.Audit.List(r.Context(), sess.Tenant.ID, f)
+	if apperr.Is(err, apperr.Invalid) && f.Cursor != "" {
+		// A hand-edited or stale link: start from the newest.
+		f.Cursor = ""
+		page, err = s.Audit.List(r.Context(), sess.Tenant.ID, f)
+	}
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := settings.AuditView{Page: s.page(w, r, "Audit log", "audit"), Action: f.Action, Actor: f.ActorID,
+		Filtered: f.Action != "" || f.ActorID != "", Now: time.Now()}
+	if v.Actions, err = s.auditActionOptions(r, sess.Tenant.ID, f.Action); err == nil {
+		v.Actors, err = s.auditActorOptions(r, sess.Tenant.ID, f.ActorID)
+	}
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	for _, e := range page.Items {
+		v.Entries = append(v.Entries, settings.AuditEntry{ID: e.ID, Action: e.Action, ActorKind: e.Actor.Kind,
+			ActorID: e.Actor.ID, ActorName: e.Actor.Name, TargetType: e.TargetType, TargetID: e.TargetID,
+			IP: e.IP, At: e.At, Detail: e.Detail})
+	}
+	if page.NextCursor != "" {
+		nq := url.Values{}
+		if f.Action != "" {
+			nq.Set("action", f.Action)
+		}
+		if f.ActorID != "" {
+			nq.Set("actor", f.ActorID)
+		}
+		nq.Set("cursor", page.NextCursor)
+		v.NextHref = "/settings/audit?" + nq.Encode()
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, http.StatusOK, settings.Audit(v))
+}
+
+// auditActionOptions are the actions the tenant's log holds (and the one
+// asked for, even when it holds none of it yet).
+func (s *Server) auditActionOptions(r *http.Request, tenantID, current string) ([]components.Option, error) {
+	actions, err := s.Audit.Actions(r.Context(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := []components.Option{{Value: "", Label: "Every action"}}
+	found := current == ""
+	for _, a := range actions {
+		out = append(out, components.Option{Value: a, Label: settings.ActionLabel(a)})
+		found = found || a == current
+	}
+	if !found {
+		out = append(out, components.Option{Value: current, Label: settings.ActionLabel(current)})
+	}
+	return out, nil
+}
+
+// auditActorOptions are the tenant's people and API tokens (revoked ones
+// too: their past actions stay in the log).
+func (s *Server) auditActorOptions(r *http.Request, tenantID, current string) ([]components.Option, error) {
+	us, err := s.Tenants.Users(r.Context(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.Tenants.Tokens(r.Context(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := []components.Option{{Value: "", Label: "Everyone"}}
+	found := current == ""
+	for _, u := range us {
+		out = append(out, components.Option{Value: u.ID, Label: u.Name + " (" + u.Email + ")"})
+		found = found || u.ID == current
+	}
+	for _, t := range ts {
+		out = append(out, components.Option{Value: t.ID, Label: "API token: " + t.Name})
+		found = found || t.ID == current
+	}
+	if !found {
+		out = append(out, components.Option{Value: current, Label: current})
+	}
+	return out, nil
+}
