@@ -305,11 +305,16 @@ func (s *Server) uiRotateEndpointSecret(w http.ResponseWriter, r *http.Request) 
 
 func (s *Server) uiDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	if err := s.Events.Delete(r.Context(), sess.Tenant.ID, chi.URLParam(r, "id")); err != nil {
+	ep, err := s.Events.Get(r.Context(), sess.Tenant.ID, chi.URLParam(r, "id"))
+	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	s.setFlash(w, r, "Endpoint deleted.")
+	if err := s.Events.Delete(r.Context(), sess.Tenant.ID, ep.ID); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Endpoint "+ep.URL+" deleted. Nothing more is sent to it.")
 	seeOther(w, r, "/settings/endpoints")
 }
 

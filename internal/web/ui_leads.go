@@ -307,6 +307,10 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	for _, l := range page.Items {
 		v.Leads = append(v.Leads, dir.leadView(l))
 	}
+	if err := s.addRepeats(ctx, sess.Tenant.ID, v.Leads); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
 	if page.NextCursor != "" {
 		href := v.Filters.Href(v.Filters.Status)
 		sep := "?"
@@ -515,7 +519,32 @@ func (s *Server) boardColumn(ctx context.Context, tenantID string, dir directory
 	for _, l := range page.Items {
 		col.Leads = append(col.Leads, dir.leadView(l))
 	}
+	if err := s.addRepeats(ctx, tenantID, col.Leads); err != nil {
+		return leadviews.Column{}, err
+	}
 	return col, nil
+}
+
+// addRepeats splits each lead's times_seen into deliveries and repeats
+// (leadviews.Lead.Sightings), one query for the whole page.
+func (s *Server) addRepeats(ctx context.Context, tenantID string, ls []leadviews.Lead) error {
+	if s.Deliveries == nil || len(ls) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if l.TimesSeen > 1 {
+			ids = append(ids, l.ID)
+		}
+	}
+	reps, err := s.Deliveries.RepeatsByLead(ctx, tenantID, ids)
+	if err != nil {
+		return err
+	}
+	for i := range ls {
+		ls[i].Repeats = reps[ls[i].ID]
+	}
+	return nil
 }
 
 // uiBoardMore is GET /leads/board/more?status=&cursor=: a column's next
@@ -585,6 +614,12 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	v := leadviews.LeadView{Lead: dir.leadView(l), Note: o.note, Error: o.problem, IsAdmin: sess.User.IsAdmin(),
 		MeID: sess.User.ID, Now: time.Now()}
+	one := []leadviews.Lead{v.Lead}
+	if err := s.addRepeats(ctx, sess.Tenant.ID, one); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v.Lead = one[0]
 	v.Payload, v.PayloadCut = leadviews.PayloadTokens(l.Payload)
 	if v.Note.Key == "" {
 		v.Note.Key = newFormKey()

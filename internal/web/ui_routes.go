@@ -66,6 +66,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/sources/{id}", s.uiSource)
 				r.Post("/sources/{id}/rotate-secret", s.uiRotateSecret)
 				r.Post("/sources/{id}/reconcile", s.uiReconcileNow)
+				r.Post("/sources/{id}/reconcile-settings", s.uiReconcileSettings)
 				r.Post("/sources/{id}/mapping", s.uiMappingSave)
 				r.Post("/sources/{id}/mapping/preview", s.uiMappingPreview)
 				r.Post("/sources/{id}/reprocess-failed", s.uiReprocessFailed)

@@ -175,6 +175,12 @@ func (s *Server) renderSource(w http.ResponseWriter, r *http.Request, status int
 // renderSourceWith is renderSource with the mapping editor's state (nil:
 // the saved mapping, no preview).
 func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status int, id, secret, why, flash string, mapping *srcviews.Mapping) {
+	s.renderSourceForms(w, r, status, id, secret, why, flash, mapping, nil)
+}
+
+// renderSourceForms is renderSourceWith with the pull settings form as
+// submitted (nil: the saved settings).
+func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, status int, id, secret, why, flash string, mapping *srcviews.Mapping, pull *srcviews.PullForm) {
 	sess := sessionFrom(r.Context())
 	ctx := r.Context()
 	src, err := s.Sources.Get(ctx, sess.Tenant.ID, id)
@@ -204,7 +210,7 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 	if flash != "" {
 		v.Page.Flash = flash
 	}
-	if v.Reconcile, err = s.reconcileView(r, src); err != nil {
+	if v.Reconcile, err = s.reconcileView(r, src, pull); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
@@ -332,8 +338,13 @@ func readableBody(b []byte) string {
 	return string(b)
 }
 
-func (s *Server) reconcileView(r *http.Request, src sources.Source) (srcviews.Reconcile, error) {
+func (s *Server) reconcileView(r *http.Request, src sources.Source, pull *srcviews.PullForm) (srcviews.Reconcile, error) {
 	v := srcviews.Reconcile{Available: sources.ReconcileKinds[src.Kind], Enabled: src.ReconcileEnabled()}
+	if pull != nil {
+		v.Form = *pull
+	} else {
+		v.Form = pullFormOf(src)
+	}
 	if !v.Available || !v.Enabled {
 		return v, nil
 	}
@@ -376,4 +387,112 @@ func (s *Server) uiReconcileNow(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setFlash(w, r, "Reconcile started. Reload in a moment to see the run.")
 	seeOther(w, r, "/sources/"+id+"#reconcile")
+}
+
+// pullFormOf fills the pull settings form from the saved source; the
+// access token only as "set" or not.
+func pullFormOf(src sources.Source) srcviews.PullForm {
+	return srcviews.PullForm{Kind: src.Kind, BaseURL: strValue(src.ReconcileBaseURL), FormID: strValue(src.ReconcileFormID),
+		ListPath: strValue(src.ReconcileListPath), IntervalMinutes: strconv.Itoa(src.ReconcileIntervalS / 60),
+		LookbackMinutes: strconv.Itoa(src.ReconcileLookbackS / 60), HasToken: len(src.ReconcileTokenEnc) > 0}
+}
+
+// uiReconcileSettings saves the pull settings form through the same
+// sources service as PATCH /api/v1/sources/{id}. A blank token keeps the
+// stored one; a refused save re-renders the page (422) with each message
+// beside its field and never puts the typed token back into the page.
+func (s *Server) uiReconcileSettings(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	src, err := s.Sources.Get(r.Context(), sess.Tenant.ID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if !sources.ReconcileKinds[src.Kind] {
+		s.uiError(w, r, apperr.New(apperr.NotFound, "this source has no pull settings"))
+		return
+	}
+	token := r.PostFormValue("access_token")
+	f := srcviews.PullForm{Kind: src.Kind, BaseURL: strings.TrimSpace(r.PostFormValue("base_url")),
+		FormID: strings.TrimSpace(r.PostFormValue("form_id")), ListPath: strings.TrimSpace(r.PostFormValue("list_path")),
+		IntervalMinutes: strings.TrimSpace(r.PostFormValue("interval_minutes")), LookbackMinutes: strings.TrimSpace(r.PostFormValue("lookback_minutes")),
+		HasToken: len(src.ReconcileTokenEnc) > 0, Errors: map[string]string{}}
+	in := sources.ReconcileInput{BaseURL: &f.BaseURL}
+	switch {
+	case token != "":
+		in.AccessToken = &token
+	case r.PostFormValue("clear_token") != "":
+		none := ""
+		in.AccessToken = &none
+	}
+	if src.Kind == "generic" {
+		in.ListPath = &f.ListPath
+	} else {
+		in.FormID = &f.FormID
+	}
+	minutes := func(field, value string) *int {
+		if value == "" {
+			return nil // keep what is saved
+		}
+		m, err := strconv.Atoi(value)
+		if err != nil {
+			f.Errors[field] = "Enter a whole number of minutes."
+			return nil
+		}
+		sec := m * 60
+		return &sec
+	}
+	in.IntervalSeconds = minutes("interval_minutes", f.IntervalMinutes)
+	in.LookbackSeconds = minutes("lookback_minutes", f.LookbackMinutes)
+	if len(f.Errors) == 0 {
+		_, err = s.Sources.Patch(r.Context(), sess.Tenant.ID, src.ID, sources.PatchInput{Reconcile: &in})
+		if apperr.Is(err, apperr.Invalid) {
+			addPullErrors(&f, fieldErrors(err))
+		} else if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+	}
+	if len(f.Errors) > 0 {
+		f.TokenTyped = token != ""
+		s.renderSourceForms(w, r, http.StatusUnprocessableEntity, src.ID, "", "", "", nil, &f)
+		return
+	}
+	flash := "Pull settings saved."
+	if f.BaseURL == "" {
+		flash = "Pull settings saved: reconcile is off."
+	}
+	s.setFlash(w, r, flash)
+	seeOther(w, r, "/sources/"+src.ID+"#reconcile")
+}
+
+// addPullErrors puts the service's messages (reconcile.<field>) beside
+// the form's fields, in the form's units.
+func addPullErrors(f *srcviews.PullForm, fields map[string]string) {
+	for k, msg := range fields {
+		switch k = strings.TrimPrefix(k, "reconcile."); k {
+		case "interval_seconds":
+			f.Errors["interval_minutes"] = "Between 1 and 10,080 minutes (7 days)."
+		case "lookback_seconds":
+			f.Errors["lookback_minutes"] = "Between 0 and 43,200 minutes (30 days)."
+		case "form_id":
+			if strings.Contains(msg, "required") {
+				msg = "Enter the form's id: " + srcviews.KindLabel(f.Kind) + " lists leads per form."
+			}
+			f.Errors[k] = msg
+		case "list_path":
+			if strings.Contains(msg, "required") {
+				msg = "Enter the path of the sender's list endpoint, e.g. /leads."
+			}
+			f.Errors[k] = msg
+		case "base_url", "access_token":
+			f.Errors[k] = msg
+		default:
+			f.Errors["base_url"] = msg
+		}
+	}
 }

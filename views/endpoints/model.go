@@ -168,3 +168,11 @@ func subtitle(e Endpoint) string {
 	}
 	return e.URL
 }
+
+// triesText is "1 try" / "3 tries".
+func triesText(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return strconv.Itoa(n) + " tries"
+}

@@ -21,6 +21,7 @@ type Lead struct {
 	Tags                            []string
 	Version                         int
 	TimesSeen                       int
+	Repeats                         int // of TimesSeen, the repeats of deliveries (the rest are deliveries)
 	CreatedAt, UpdatedAt            time.Time
 	LastSeenAt, SourceCreatedAt     time.Time
 	NextStep                        string    // human-owned follow-up
@@ -29,6 +30,14 @@ type Lead struct {
 	// PendingToken; "" when it has them or is not waiting for any), and
 	// FormID names the sender's form it came from.
 	Pending, FormID string
+}
+
+// Sightings is how often the sender sent the lead, in the one wording
+// every page uses (components.SightingsText): times_seen split into
+// deliveries and their repeats.
+func (l Lead) Sightings() string {
+	repeats := min(max(l.Repeats, 0), l.TimesSeen)
+	return components.SightingsText(int64(l.TimesSeen-repeats), int64(repeats))
 }
 
 // Why a Meta lead has only its leadgen id: the webhook carries no fields,

@@ -3,6 +3,7 @@ package browser_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,12 @@ const staffPassword = "sam-staff-password"
 
 func newSalesDay(t *testing.T, prefix string, names ...string) *salesDay {
 	t.Helper()
-	e := apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisUI})
+	return newSalesDayWith(t, prefix, apptest.Options{RedisDB: apptest.RedisUI}, names...)
+}
+
+func newSalesDayWith(t *testing.T, prefix string, opts apptest.Options, names ...string) *salesDay {
+	t.Helper()
+	e := apptest.New(t, prefix, opts)
 	acme := e.Tenant("acme")
 	staff, err := e.App.Tenants.CreateUser(context.Background(), acme.ID, tenants.CreateUserInput{Email: "sam@acme.test", Name: "Sam Rivera",
 		Password: staffPassword, Role: tenants.RoleStaff})
@@ -145,13 +151,20 @@ func TestBrowserBoardMoves(t *testing.T) {
 }
 
 // phoneFits opens path on a 390 px phone and fails unless the page fits
-// its width: document.documentElement.scrollWidth <= innerWidth, and no
-// table hides columns past its scrolling frame (.table-wrap; on a phone a
-// table's rows become cards, components.CardTable). It names the elements
-// that stick out.
+// its width (pageFits).
 func (tb *tab) phoneFits(path string) {
 	tb.t.Helper()
-	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+	tb.pageFits(path, 390, 844, true)
+}
+
+// pageFits opens path at a width and fails unless the page fits it:
+// document.documentElement.scrollWidth <= innerWidth, and no table hides
+// columns past its scrolling frame (.table-wrap; on a phone a table's rows
+// become cards, components.CardTable). It names the elements that stick
+// out.
+func (tb *tab) pageFits(path string, w, h int64, mobile bool) {
+	tb.t.Helper()
+	tb.viewport(w, h, mobile)
 	defer tb.do(chromedp.EmulateViewport(1280, 900))
 	tb.open(path)
 	tb.do(chromedp.Sleep(150 * time.Millisecond))
@@ -170,24 +183,59 @@ func (tb *tab) phoneFits(path string) {
 		});
 		return {w: w, sw: sw, out: out.join("; "), cut: cut.join("; ")};
 	})()`))
-	w, sw := res["w"].(float64), res["sw"].(float64)
-	if sw > w {
-		tb.t.Errorf("%s at 390 px: scrollWidth %v > innerWidth %v; sticking out: %v", path, sw, w, res["out"])
+	iw, sw := res["w"].(float64), res["sw"].(float64)
+	if sw > iw {
+		tb.t.Errorf("%s at %d px: scrollWidth %v > innerWidth %v; sticking out: %v", path, w, sw, iw, res["out"])
 	}
 	if cut := res["cut"].(string); cut != "" {
-		tb.t.Errorf("%s at 390 px: tables wider than their frame (columns cut off): %s", path, cut)
+		tb.t.Errorf("%s at %d px: tables wider than their frame (columns cut off): %s", path, w, cut)
 	}
 }
 
-// TestBrowserEveryPage opens every page as an admin, at 390 px (nothing
-// may stick out sideways) and saves screenshots at 1280 and 390 px
-// (artifacts/screenshots/page-*.png).
+// TestBrowserEveryPage opens every page as an admin, at 390 and 1280 px
+// (nothing may stick out sideways, no table may hide columns), and saves
+// screenshots at both (artifacts/screenshots/page-*.png). The pages hold
+// what makes them wide: long names and slugs, an endpoint with a long URL
+// whose first answer failed with a long body, a generic source's mapping,
+// a Typeform source's pull settings.
 func TestBrowserEveryPage(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
-	d := newSalesDay(t, "ui_pages", "Dana Scully", "Fox Mulder", "Walter Skinner", "Monica Reyes-Villanueva de la Cruz Longname")
+	d := newSalesDayWith(t, "ui_pages", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
 	ctx := context.Background()
+	// An endpoint subscribed before the leads exist, so their lead.created
+	// events have attempts: the first fails with a long answer.
+	recv := &hookReceiver{}
+	hooks := httptest.NewServer(recv)
+	t.Cleanup(hooks.Close)
+	res := d.e.Do("POST", "/api/v1/endpoints", d.acme.Token, map[string]any{
+		"url":    hooks.URL + "/integrations/leadpipe/a-rather-long-path-for-the-crm-sync-endpoint?tenant=acme-corporation&region=eu-west-1",
+		"events": []string{"lead.created", "lead.updated", "lead.status_changed", "alert.fired"}})
+	if res.Status != 201 {
+		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
+	}
+	var ep struct{ ID string }
+	res.JSON(t, &ep)
+	for i, n := range []string{"Dana Scully", "Fox Mulder", "Walter Skinner", "Monica Reyes-Villanueva de la Cruz Longname"} {
+		d.addLead(n, fmt.Sprintf("%s@example.test", strings.ToLower(strings.ReplaceAll(n, " ", "."))), fmt.Sprintf("Company %d", i))
+	}
+	apptest.Eventually(t, 30*time.Second, "the endpoint's first attempts", func() bool { return recv.count() >= 2 })
+	var eventID string
+	if err := d.e.App.DB.GetContext(ctx, &eventID, `SELECT id FROM events WHERE tenant_id = ? ORDER BY sequence LIMIT 1`, d.acme.ID); err != nil {
+		t.Fatal(err)
+	}
+	gen, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "partner-feed", Name: "Partner feed (generic HMAC)", Kind: kinds.Generic,
+		Config: kinds.SampleConfig(kinds.Generic)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, tok, form := "https://api.typeform.com", "tfp_example", "a1B2c3D4"
+	tf, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "demo-request", Name: "Typeform demo request", Kind: "typeform",
+		Reconcile: &sources.ReconcileInput{BaseURL: &base, AccessToken: &tok, FormID: &form}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "website-contact-form-with-a-long-slug", Name: "Website contact form", Kind: "standard"})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +268,9 @@ func TestBrowserEveryPage(t *testing.T) {
 
 	browser := startBrowser(t)
 	anon := newTab(t, browser, d.e.URL, "anonymous")
-	anon.phoneFits("/login")
+	for _, vp := range widths {
+		anon.pageFits("/login", vp.w, vp.h, vp.mobile)
+	}
 	anon.screenshot("page-login")
 
 	admin := newTab(t, browser, d.e.URL, "admin")
@@ -231,19 +281,30 @@ func TestBrowserEveryPage(t *testing.T) {
 		{"lead", "/leads/" + d.leads["Dana Scully"]},
 		{"lead-new", "/leads/new"},
 		{"sources", "/sources"},
+		{"lead-long", "/leads/" + d.leads["Monica Reyes-Villanueva de la Cruz Longname"]},
+		{"lead-meta", "/leads/" + metaID},
+		{"sources", "/sources"},
 		{"source", "/sources/" + src.ID},
+		{"source-meta", "/sources/" + fb.ID},
+		{"source-generic", "/sources/" + gen.ID},
+		{"source-typeform", "/sources/" + tf.ID},
 		{"monitor", "/monitor"},
 		{"monitor-source", "/monitor/sources/" + src.ID},
 		{"alerts", "/alerts"},
+		{"alerts-all", "/alerts?state=all"},
 		{"users", "/settings/users"},
 		{"tokens", "/settings/tokens"},
 		{"endpoints", "/settings/endpoints"},
 		{"audit", "/settings/audit"},
+		{"endpoint", "/settings/endpoints/" + ep.ID},
+		{"event", "/settings/events/" + eventID},
 		{"settings-me", "/settings/me"},
 		{"not-found", "/no/such/page"},
 	}
 	for _, p := range pages {
-		admin.phoneFits(p.path)
+		for _, vp := range widths {
+			admin.pageFits(p.path, vp.w, vp.h, vp.mobile)
+		}
 		admin.screenshot("page-" + p.name)
 	}
 

@@ -14,7 +14,10 @@ import (
 )
 
 // TestBrowserTimeline: a sender that retries three deliveries over and over
-// leaves one "Duplicate ×N · last …" row that opens to show each delivery;
+// leaves one "N repeats · last …" row that opens to show each delivery;
+// the inbox, the board and the lead page say the same of the lead's
+// sightings ("Received 12× · 3 deliveries, 9 repeats", times_seen =
+// deliveries + repeats);
 // people's entries (a status change, a note) stand out from the sender's;
 // the raw payload is folded until asked for.
 func TestBrowserTimeline(t *testing.T) {
@@ -54,6 +57,7 @@ func TestBrowserTimeline(t *testing.T) {
 	admin.submit(`[data-testid="add-note"]`)
 
 	t.Log("the sender retries all three: 3 + 2 + 4 repeats")
+	const sightings = "Received 12× · 3 deliveries, 9 repeats"
 	for id, n := range map[string]int{"evt-a": 3, "evt-b": 2, "evt-c": 4} {
 		for range n {
 			if st := hook.post(id, "contact-1", dana); st != 200 {
@@ -63,8 +67,28 @@ func TestBrowserTimeline(t *testing.T) {
 	}
 	admin.eventually("/leads/"+leadID, "one collapsed duplicate row", func() bool {
 		return admin.count(`[data-testid="timeline-item"][data-kind="duplicate"]`) == 1 &&
-			strings.Contains(admin.text(`[data-testid="duplicate-summary"]`), "Duplicate ×9")
+			strings.Contains(admin.text(`[data-testid="duplicate-summary"]`), "9 repeats") &&
+			admin.text(`[data-testid="lead-sightings"]`) == sightings
 	})
+	if got := admin.text(`[data-testid="timeline-item"][data-kind="duplicate"] .timeline-text`); !strings.Contains(got, "of 3 deliveries from Website contact form") {
+		t.Errorf("duplicate row says %q", got)
+	}
+	var seen int
+	if err := e.App.DB.GetContext(ctx, &seen, `SELECT times_seen FROM leads WHERE tenant_id = ? AND id = ?`, acme.ID, leadID); err != nil || seen != 12 {
+		t.Fatalf("times_seen %d (%v), want 12 = 3 deliveries + 9 repeats", seen, err)
+	}
+	t.Log("the same words and numbers in the inbox and on the board")
+	admin.open("/leads?view=all")
+	if got := admin.text(`[data-lead-id="` + leadID + `"] [data-testid="sent-hint"]`); got != sightings {
+		t.Errorf("inbox says %q, want %q", got, sightings)
+	}
+	admin.screenshot("sightings31-inbox")
+	admin.open("/leads/board")
+	if got := admin.text(`[data-lead-id="` + leadID + `"] [data-testid="card-sightings"]`); got != sightings {
+		t.Errorf("board says %q, want %q", got, sightings)
+	}
+	admin.screenshot("sightings31-board")
+	admin.open("/leads/" + leadID)
 	if got := admin.text(`[data-testid="duplicate-summary"]`); !strings.Contains(got, "last") {
 		t.Errorf("duplicate row says %q, want the last arrival", got)
 	}

@@ -182,3 +182,31 @@ func (s *Store) ProcessedSince(ctx context.Context, tenantID, sourceID string, s
 		ORDER BY d.processed_at DESC, d.id DESC LIMIT ?`, tenantID, since.UTC(), sourceID, limit)
 	return out, err
 }
+
+// RepeatsByLead sums, per lead, the repeats of its deliveries that the
+// lead's times_seen already holds (dups_counted), so a lead's sightings
+// split as times_seen = deliveries + repeats on every page that shows
+// them (components.SightingsText). One query for a page of leads, on
+// ix_deliveries_lead; leads without repeats are absent.
+func (s *Store) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []string) (map[string]int, error) {
+	out := map[string]int{}
+	if len(leadIDs) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT lead_id, SUM(dups_counted) AS n FROM deliveries
+		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		LeadID string `db:"lead_id"`
+		N      int    `db:"n"`
+	}
+	if err := s.DB.SelectContext(ctx, &rows, s.DB.Rebind(q), args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.LeadID] = r.N
+	}
+	return out, nil
+}
