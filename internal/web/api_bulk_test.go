@@ -123,6 +123,10 @@ func TestLeadsBulkConcurrentSameKey(t *testing.T) {
 	if fl.Version != 1 || fl.Status != "new" || fl.OwnerID != nil {
 		t.Fatalf("another tenant's lead changed: %+v", fl)
 	}
+	// One audit row for the one bulk request that ran, none for replays.
+	if n := countAudit(t, e, a.ID, "leads.bulk_edited"); n != 1 {
+		t.Fatalf("%d leads.bulk_edited audit rows after 50 identical requests, want 1", n)
+	}
 
 	t.Run("same again: unchanged, no new version", func(t *testing.T) {
 		st, _, rb := rawDo(t, e, "POST", "/api/v1/leads/bulk", a.Token, body, "Idempotency-Key", "bulk-key-2")

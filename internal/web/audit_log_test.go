@@ -519,3 +519,50 @@ func TestAuditNeverHoldsASecret(t *testing.T) {
 	}
 	t.Logf("%d secrets, %d rows × %d columns scanned", len(secrets), n, len(cols))
 }
+
+// The pages act through the same services: an admin's endpoint and source
+// changes from the UI are audited as that person, from their address.
+func TestAuditRowsFromThePages(t *testing.T) {
+	e := apptest.New(t, "web_audit_pages", apptest.Options{RedisDB: apptest.RedisWeb})
+	acme := e.Tenant("acme")
+	src, _, err := e.App.Sources.Create(context.Background(), acme.ID, sources.CreateInput{Slug: "web", Name: "Web", Kind: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e)
+	b.login(acme.Admin.Email, acme.AdminPassword)
+	if p := b.post("/settings/endpoints", url.Values{"url": {"http://127.0.0.1:9/ui"}, "events": {"lead.created"}, "key": {strings.Repeat("ab", 16)}}); p.status >= 400 {
+		t.Fatalf("create endpoint from the page: %d", p.status)
+	}
+	eps, _ := e.App.Events.List(context.Background(), acme.ID)
+	if len(eps) != 1 {
+		t.Fatalf("%d endpoints", len(eps))
+	}
+	id := eps[0].ID
+	for _, f := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/settings/endpoints/" + id + "/rotate-secret", url.Values{"grace_seconds": {"0"}}},
+		{"/settings/endpoints/" + id + "/enabled", url.Values{"enabled": {"false"}}},
+		{"/settings/endpoints/" + id + "/delete", url.Values{}},
+		{"/sources/" + src.ID + "/rotate-secret", url.Values{"grace_seconds": {"0"}}},
+	} {
+		if p := b.post(f.path, f.form); p.status >= 400 {
+			t.Fatalf("POST %s: %d", f.path, p.status)
+		}
+	}
+	want := map[string]string{"endpoint.created": id, "endpoint.secret_rotated": id, "endpoint.changed": id, "endpoint.deleted": id, "source.secret_rotated": src.ID}
+	for _, it := range allAudit(t, e, acme.Token, "&actor="+acme.Admin.ID) {
+		if it.Action == "user.logged_in" {
+			continue
+		}
+		if want[it.Action] != it.TargetID || it.Actor.Kind != "user" || it.Actor.Name != acme.Admin.Name || it.IP != "127.0.0.1" {
+			t.Errorf("row %s: %+v", it.Action, it)
+		}
+		delete(want, it.Action)
+	}
+	if len(want) > 0 {
+		t.Fatalf("no row by the admin for %v", want)
+	}
+}
