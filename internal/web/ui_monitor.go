@@ -264,7 +264,11 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 			s.uiError(w, r, err)
 			return
 		}
-		v.DupWindow, v.DupCapped = true, len(ds) == duplicatesShown
+		if v.DupDeliveries, v.DupRepeats, err = s.Deliveries.DuplicatedSummary(ctx, sess.Tenant.ID, src.ID, c.from, c.to); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		v.DupWindow = true
 		for _, d := range ds {
 			row := monviews.DupRow{ID: d.ID, SenderID: d.DeliveryID, ReceivedAt: d.ReceivedAt, Count: d.Duplicates}
 			if d.FirstDuplicateAt != nil && d.LastDuplicateAt != nil {
@@ -281,8 +285,8 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 }
 
 // The chart window's duplicated deliveries are listed for windows up to a
-// day (an alert's, 1 h, 6 h, 24 h): each scan reads at most two days of
-// the source's deliveries (deliveries.DuplicateLookback).
+// day (an alert's, 1 h, 6 h, 24 h), the newest 50 of them, with their
+// count above (deliveries.DuplicatedSummary).
 const (
 	maxDuplicateWindow = 25 * time.Hour
 	duplicatesShown    = 50

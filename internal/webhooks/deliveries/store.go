@@ -52,25 +52,34 @@ func (s *Store) Recent(ctx context.Context, tenantID, sourceID string, limit int
 	return out, err
 }
 
-// DuplicateLookback bounds DuplicatedBetween: it finds re-sends of the
-// deliveries received from this long before the window to its end (a
-// retry storm re-sends recent deliveries), so the scan stays one day of
-// the source's deliveries at most.
-const DuplicateLookback = 24 * time.Hour
-
-// DuplicatedBetween lists a source's deliveries that arrived again between
-// from and to (their first and last duplicate arrival overlap the window),
-// newest first (index ix_deliveries_source_time).
+// DuplicatedBetween lists a source's deliveries that arrived again
+// between from and to (their first and last repeat overlap the window),
+// however old the original, newest first: a range on
+// ix_deliveries_dup_last. DuplicatedSummary counts the same rows.
 func (s *Store) DuplicatedBetween(ctx context.Context, tenantID, sourceID string, from, to time.Time, limit int) ([]Delivery, error) {
 	var out []Delivery
 	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
 			d.attempts, d.last_error, LENGTH(d.payload) AS size,
 			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
-		FROM deliveries d FORCE INDEX (ix_deliveries_source_time)
-		WHERE d.tenant_id = ? AND d.source_id = ? AND d.received_at >= ? AND d.received_at < ?
-			AND d.dup_count > 0 AND d.dup_last_at >= ? AND d.dup_first_at < ?
-		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, from.Add(-DuplicateLookback), to, from, to, limit)
+		FROM deliveries d FORCE INDEX (ix_deliveries_dup_last)
+		WHERE d.tenant_id = ? AND d.source_id = ? AND d.dup_last_at >= ? AND d.dup_first_at < ? AND d.dup_count > 0
+		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, from, to, limit)
 	return out, err
+}
+
+// DuplicatedSummary counts what DuplicatedBetween lists, without its
+// limit: the deliveries that arrived again in the window and their
+// repeats.
+func (s *Store) DuplicatedSummary(ctx context.Context, tenantID, sourceID string, from, to time.Time) (deliveries, repeats int64, err error) {
+	var row struct {
+		N       int64 `db:"n"`
+		Repeats int64 `db:"repeats"`
+	}
+	err = s.DB.GetContext(ctx, &row, `SELECT COUNT(*) AS n, COALESCE(SUM(d.dup_count), 0) AS repeats
+		FROM deliveries d FORCE INDEX (ix_deliveries_dup_last)
+		WHERE d.tenant_id = ? AND d.source_id = ? AND d.dup_last_at >= ? AND d.dup_first_at < ? AND d.dup_count > 0`,
+		tenantID, sourceID, from, to)
+	return row.N, row.Repeats, err
 }
 
 // LastBySource returns when each of the tenant's sources last received a
