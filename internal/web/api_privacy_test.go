@@ -460,3 +460,66 @@ func TestLeadEraseConcurrentDistinctKeys(t *testing.T) {
 		t.Fatalf("still in the database:\n%s", strings.Join(hits, "\n"))
 	}
 }
+
+// An erasure while the sender keeps delivering the same record: whatever
+// the interleaving with the worker's batches, no lead is left afterwards,
+// every delivery of the record is without payload, and the person is in
+// no column of the database.
+func TestLeadEraseWhileDeliveriesArrive(t *testing.T) {
+	e := apptest.New(t, "web_privacy_race", apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
+	ctx := context.Background()
+	a := e.Tenant("acme")
+	_, secret, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ray := kinds.Lead{Email: "ray.racing@example.org", Name: "Ray Racing"}
+	now := time.Now()
+	postStandard(t, e, "acme", secret, "r0", "rec-ray", ray, now)
+	apptest.Eventually(t, 20*time.Second, "the lead", func() bool { return leadByRef(t, e, a.ID, "rec-ray") != "" })
+	id := leadByRef(t, e, a.ID, "rec-ray")
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; i <= 40; i++ {
+			body := kinds.SampleBody(kinds.Standard, "", "rec-ray", ray, now.Add(time.Duration(i)*time.Millisecond))
+			h, body, err := kinds.Sign(kinds.Standard, nil, secret, fmt.Sprintf("r%d", i), body, time.Now())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			req, _ := http.NewRequest(http.MethodPost, e.URL+"/hooks/acme/web", bytes.NewReader(body))
+			req.Header = h
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 && res.StatusCode != 202 {
+				t.Errorf("delivery r%d: %d", i, res.StatusCode)
+			}
+		}
+	}()
+	time.Sleep(30 * time.Millisecond)
+	if r := e.Do("POST", "/api/v1/leads/"+id+"/erase", a.Token, nil, "Idempotency-Key", "erase-ray"); r.Status != 200 {
+		t.Fatalf("erase: %d %s", r.Status, r.Body)
+	}
+	wg.Wait()
+	apptest.Eventually(t, 30*time.Second, "every delivery processed", func() bool {
+		return countRows(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state <> 'processed'`, a.ID) == 0 &&
+			countRows(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, a.ID) == 41
+	})
+	if l := leadByRef(t, e, a.ID, "rec-ray"); l != "" {
+		t.Fatalf("the erased lead came back: %s", l)
+	}
+	if n := countRows(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND payload <> ''`, a.ID); n != 0 {
+		t.Fatalf("%d deliveries kept their payload", n)
+	}
+	if hits := findEverywhere(t, e.App.DB, ray.Email, ray.Name); len(hits) > 0 {
+		t.Fatalf("still in the database:\n%s", strings.Join(hits, "\n"))
+	}
+}
