@@ -45,8 +45,11 @@ func (a *App) wireMonitor(ctx context.Context) error {
 	// LEADPIPE_WORKER_ADDR), behind LEADPIPE_METRICS_TOKEN when it is set.
 	insp := asynq.NewInspector(a.Redis)
 	a.closers = append(a.closers, func() { _ = insp.Close() })
-	a.Web.Metrics, _ = monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
+	// The second result is the Prometheus registry (not an error): tests
+	// gather from it; the application serves the handler only.
+	metrics, _ := monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
 		QueueSet: []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueLow}, Log: a.Log})
+	a.Web.Metrics = metrics
 
 	// The Asynq dashboard for the platform operator.
 	if a.Cfg.AdminToken != "" {

@@ -69,7 +69,8 @@ func Retry(ctx context.Context, attempts int, base time.Duration, fn func() erro
 }
 
 func inTxOnce(ctx context.Context, d *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
-	// READ COMMITTED avoids the gap-lock deadlocks measured in FACTS.md.
+	// READ COMMITTED avoids the gap-lock deadlocks that REPEATABLE READ gives a
+	// SELECT … FOR UPDATE on a missing key followed by an INSERT.
 	tx, err := d.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return err

@@ -130,7 +130,7 @@ type record struct {
 // fp. A completed key is one primary-key read (replays are cheap). A new
 // key is claimed with INSERT IGNORE in autocommit: the claim is visible to
 // concurrent requests at once and is never rolled back (rolled-back claims
-// make waiters deadlock, FACTS.md). An expired key, or a claim left past
+// make most waiters deadlock victims, 1213). An expired key, or a claim left past
 // its lock deadline by a crashed request, is taken over by an UPDATE that
 // names the old lock token, so only one retry wins it.
 func (s *Store) Begin(ctx context.Context, tenantID, key string, fp [32]byte) (Result, error) {

@@ -16,7 +16,7 @@ import (
 // "Reconcile now" race each other and the runs they start, two workers
 // execute the same run at once (a task redelivered while RunNow runs it),
 // and each finished run frees the source while new claims wait on it — the
-// pattern FACTS.md measured to deadlock (a claim's row leaves the unique
+// pattern MariaDB answers with deadlocks (a claim's row leaves the unique
 // index while waiters hold shared locks on it). Nothing may fail: every
 // trigger answers a run id, every execution records its outcome, the
 // leads are the sender's records exactly once, and no run is left running.

@@ -194,7 +194,7 @@ const claimAttempts = 8
 // window has its run). A claim races the release of the previous run:
 // when finishRun takes the source's running_key entry away while several
 // claims wait on it with shared locks, MariaDB makes all but one of them
-// deadlock victims (1213, FACTS.md: a claim that goes away). A victim
+// deadlock victims (1213: a claim that goes away). A victim
 // changed nothing, so it simply claims again, as does one whose stale-run
 // check lost a lock race.
 func (s *Service) claimRun(ctx context.Context, run Run) (bool, error) {

@@ -111,7 +111,7 @@ func TestServerCheckNamesWhatIsMissing(t *testing.T) {
 	if err == nil {
 		t.Fatal("an empty server passed Check")
 	}
-	for _, name := range []string{"Leads", "Idem", "Monitor", "Reconcile", "Deliveries", "Hooks", "Metrics", "Tenants", "Sources"} {
+	for _, name := range []string{"Leads", "Idem", "Monitor", "Reconcile", "Deliveries", "DeliveryOps", "Hooks", "Metrics", "Tenants", "Sources"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("Check's error does not name %s: %v", name, err)
 		}

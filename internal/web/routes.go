@@ -65,12 +65,10 @@ func (s *Server) Routes() http.Handler {
 		manage.Get("/sources/{id}", s.getSource)
 		manage.Patch("/sources/{id}", s.patchSource)
 		manage.Post("/sources/{id}/rotate-secret", s.rotateSecret)
-		if s.DeliveryOps != nil {
-			manage.Get("/sources/{id}/deliveries", s.listDeliveries)
-			manage.Post("/sources/{id}/reprocess", s.reprocessSource)
-			manage.Post("/sources/{id}/preview", s.previewSource)
-			manage.Post("/deliveries/{id}/reprocess", s.reprocessDelivery)
-		}
+		manage.Get("/sources/{id}/deliveries", s.listDeliveries)
+		manage.Post("/sources/{id}/reprocess", s.reprocessSource)
+		manage.Post("/sources/{id}/preview", s.previewSource)
+		manage.Post("/deliveries/{id}/reprocess", s.reprocessDelivery)
 		manage.Get("/sources/{id}/stats", s.sourceStats)
 		manage.Get("/sources/{id}/alert-rules", s.getAlertRules)
 		manage.Put("/sources/{id}/alert-rules", s.putAlertRules)

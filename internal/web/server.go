@@ -61,7 +61,7 @@ func (s *Server) Check() error {
 		"Log": s.Log != nil, "Cfg": s.Cfg != nil, "Tenants": s.Tenants != nil, "Sources": s.Sources != nil,
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
-		"Rejections": s.Rejections != nil, "Privacy": s.Privacy != nil,
+		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Privacy": s.Privacy != nil,
 		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {

@@ -241,36 +241,34 @@ func (s *Server) renderSourceWith(w http.ResponseWriter, r *http.Request, status
 		}
 		v.Mapping = mapping
 	}
-	if s.DeliveryOps != nil {
-		if v.FailedCount, err = s.DeliveryOps.CountDeliveries(ctx, sess.Tenant.ID, id, StateFailed); err != nil {
+	if v.FailedCount, err = s.DeliveryOps.CountDeliveries(ctx, sess.Tenant.ID, id, StateFailed); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if v.FailedCount > 0 {
+		page, err := s.DeliveryOps.ListDeliveries(ctx, sess.Tenant.ID, id, StateFailed, "", 20)
+		if err != nil {
 			s.uiError(w, r, err)
 			return
 		}
-		if v.FailedCount > 0 {
-			page, err := s.DeliveryOps.ListDeliveries(ctx, sess.Tenant.ID, id, StateFailed, "", 20)
-			if err != nil {
+		for _, d := range page.Items {
+			body := d.Raw
+			if len(body) > 64<<10 {
+				body = body[:64<<10]
+			}
+			f := srcviews.Failed{ID: d.ID, Attempts: d.Attempts, ReceivedAt: d.ReceivedAt, Body: readableBody(body)}
+			if d.LastError != nil {
+				f.Error = *d.LastError
+			}
+			v.Failed = append(v.Failed, f)
+			if len(v.Failed) == 1 && v.Mapping != nil {
+				s.guideMapping(v.Mapping, d)
+			}
+		}
+		if v.Mapping != nil {
+			if v.WouldMap, err = s.wouldMap(r, sess.Tenant.ID, id); err != nil {
 				s.uiError(w, r, err)
 				return
-			}
-			for _, d := range page.Items {
-				body := d.Raw
-				if len(body) > 64<<10 {
-					body = body[:64<<10]
-				}
-				f := srcviews.Failed{ID: d.ID, Attempts: d.Attempts, ReceivedAt: d.ReceivedAt, Body: readableBody(body)}
-				if d.LastError != nil {
-					f.Error = *d.LastError
-				}
-				v.Failed = append(v.Failed, f)
-				if len(v.Failed) == 1 && v.Mapping != nil {
-					s.guideMapping(v.Mapping, d)
-				}
-			}
-			if v.Mapping != nil {
-				if v.WouldMap, err = s.wouldMap(r, sess.Tenant.ID, id); err != nil {
-					s.uiError(w, r, err)
-					return
-				}
 			}
 		}
 	}
