@@ -8,6 +8,7 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/privacy"
 	"leadpipe/internal/web"
 )
 
@@ -16,6 +17,7 @@ import (
 func (a *App) wireLeads(ctx context.Context) error {
 	a.Web.Leads = leads.NewService(a.DB, a.Web.Deliveries)
 	a.Web.Leads.Now = a.Now
+	a.Web.Privacy = privacy.NewService(a.DB, a.Web.Leads, a.Sources, a.Now)
 	store := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
 	store.SetClock(a.Now)
 	store.Log = a.Log.With("component", "idempotency")

@@ -33,7 +33,7 @@ func (a *App) wireReconcile(ctx context.Context) error {
 			if err == nil {
 				err = a.Web.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome}})
 			}
-			return reconcile.Applied{LeadID: r.LeadID, New: r.New, Lead: r.Lead}, err
+			return reconcile.Applied{LeadID: r.LeadID, New: r.New, Lead: r.Lead, Erased: r.Outcome == leads.OutcomeErased}, err
 		},
 	}
 	a.Web.Reconcile = svc

@@ -14,7 +14,7 @@ var tableOwners = map[string]string{
 	"api_tokens": "internal/tenants", "sessions": "internal/tenants",
 	"sources": "internal/sources", "source_secrets": "internal/sources",
 	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks",
-	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads",
+	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads", "lead_tombstones": "internal/leads",
 	"reconcile_runs":   "internal/reconcile",
 	"idempotency_keys": "internal/idempotency",
 	"event_endpoints":  "internal/events", "event_endpoint_secrets": "internal/events", "events": "internal/events",

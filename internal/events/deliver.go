@@ -79,6 +79,12 @@ WHERE tenant_id = ? AND id = ? AND attempts = ? AND state IN ('queued', 'pending
 	if err != nil {
 		return err
 	}
+	if len(ev.Body) == 0 {
+		// Erased (EraseResource) while it waited: nothing is sent.
+		_, err := execRC(ctx, s.DB, `UPDATE event_deliveries SET state = 'failed', last_error = ?, lease_until = NULL, updated_at = ?
+WHERE tenant_id = ? AND id = ? AND attempts = ?`, ErasedReason, now, tenantID, deliveryID, n)
+		return err
+	}
 	ep, err := getEndpoint(ctx, s.DB, tenantID, d.EndpointID, false)
 	if isNoRows(err) {
 		return nil // deleted meanwhile (its deliveries went with it)

@@ -29,6 +29,9 @@ func (s *Service) Replay(ctx context.Context, tenantID, eventID string, in Repla
 	if err != nil {
 		return 0, db.MapErr(err, "event not found", "")
 	}
+	if len(ev.Body) == 0 {
+		return 0, apperr.New(apperr.Conflict, "%s: the lead it was about was erased", ErasedReason)
+	}
 	var targets []Endpoint
 	if in.EndpointID != "" {
 		ep, err := s.Get(ctx, tenantID, in.EndpointID)

@@ -152,7 +152,10 @@ func jsonEqual(a, b []byte) bool {
 // lock holds the existing leads; a lead another transaction creates
 // meanwhile makes the INSERT fail with a duplicate key, and the caller's
 // transaction is then re-run (ErrConcurrentCreate wraps db.ErrRetryTx, which
-// db.InTx retries).
+// db.InTx retries). When the batch would create leads, one more statement
+// looks their natural keys up among the tombstones of erased leads
+// (tombstone.go): such a record writes nothing and comes back as
+// OutcomeErased with no lead id.
 func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, error) {
 	out := make([]UpsertOutcome, len(recs))
 	type key struct{ source, ref string }
@@ -200,6 +203,22 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			state[key{src, rows[i].SourceRef}] = &rows[i]
 		}
 	}
+	// Records of no lead may be of an erased one: their tombstones, in one
+	// statement, only when the batch would create leads (a batch of known
+	// leads asks nothing more).
+	var candidates [][]byte
+	seen := map[key]bool{}
+	for _, i := range order {
+		k := key{recs[i].SourceID, recs[i].SourceRef}
+		if state[k] == nil && !seen[k] {
+			seen[k] = true
+			candidates = append(candidates, TombstoneKey(k.source, k.ref))
+		}
+	}
+	erased, err := erasedKeys(ctx, x, tenantID, candidates)
+	if err != nil {
+		return nil, err
+	}
 	// Decide each record's outcome, as the statements will apply them.
 	var newArgs, upArgs []any
 	newRows, upRows := 0, 0
@@ -215,6 +234,9 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		r.Email, r.Name, r.Phone, r.Company = Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64), Clip(r.Company, 255)
 		st := state[k]
 		switch {
+		case st == nil && len(erased) > 0 && erased[string(TombstoneKey(k.source, k.ref))]:
+			out[i] = UpsertOutcome{SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeErased}
+			continue
 		case st == nil:
 			st = &senderState{ID: ids.New(), SourceRef: r.SourceRef}
 			st.apply(r, payload)

@@ -70,6 +70,9 @@ type Applied struct {
 	LeadID string
 	New    bool
 	Lead   kinds.Lead
+	// Erased: the record is of an erased lead (PRODUCT.md §5c); nothing
+	// was written and LeadID is empty.
+	Erased bool
 }
 
 // ApplyFunc upserts one sender record into a lead inside x. It is

@@ -323,6 +323,10 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 				if err != nil {
 					return &recordError{index: m.index, err: err}
 				}
+				if res.Erased {
+					out.known++ // its lead was erased: known, and dropped
+					continue
+				}
 				if c := res.Lead.CreatedAt; c != nil && c.After(out.newest) {
 					out.newest = *c
 				}

@@ -57,6 +57,8 @@ func (s *Server) Routes() http.Handler {
 		read.Get("/leads/{id}/notes", s.apiListNotes)
 		write.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
 		read.Get("/leads/{id}/timeline", s.apiLeadTimeline)
+		admin.Get("/leads/{id}/export", s.apiExportLead)
+		admin.Post("/leads/{id}/erase", s.Idem.Wrap(s.apiEraseLead))
 
 		manage.Get("/sources", s.listSources)
 		manage.Post("/sources", s.createSource)

@@ -16,6 +16,7 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
+	"leadpipe/internal/privacy"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
@@ -44,6 +45,7 @@ type Server struct {
 	Events      *events.Service         // outbound endpoints, events, attempts, replay
 	Rejections  *rejections.Service     // a source's rejected requests (inspector)
 	Audit       *audit.Service          // the audit log: API and admin page
+	Privacy     *privacy.Service        // a lead's export and erasure
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -62,7 +64,8 @@ func (s *Server) Check() error {
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
 		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Audit": s.Audit != nil,
-		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
+		"Privacy": s.Privacy != nil,
+		"Hooks":   s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {
 			missing = append(missing, name)

@@ -401,6 +401,17 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				}), now); err != nil {
 					return err
 				}
+				// A record of an erased lead is acknowledged (the sender
+				// stops) and dropped: processed, no lead, no payload.
+				var dropped []string
+				for _, it := range recItems {
+					if it.res.res.Outcome == leads.OutcomeErased {
+						dropped = append(dropped, it.d.ID)
+					}
+				}
+				if err := dropPayloads(ctx, tx, tenantID, dropped); err != nil {
+					return err
+				}
 			}
 			for _, it := range failed {
 				if err := MarkFailed(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
@@ -416,7 +427,11 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 					return err
 				}
 			}
-			after = append(after, recItems...)
+			for _, it := range recItems {
+				if it.res.res.Outcome != leads.OutcomeErased {
+					after = append(after, it)
+				}
+			}
 		}
 		return nil
 	})
@@ -498,7 +513,11 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 	var la, oa, da, ids []any
 	for _, r := range rows {
 		lead.WriteString(" WHEN ? THEN ?")
-		la = append(la, r.ID, r.LeadID)
+		var leadID any = r.LeadID
+		if r.LeadID == "" {
+			leadID = nil // a record of an erased lead reached none
+		}
+		la = append(la, r.ID, leadID)
 		outcome.WriteString(" WHEN ? THEN ?")
 		oa = append(oa, r.ID, r.Outcome)
 		dups.WriteString(" WHEN ? THEN ?")
@@ -516,6 +535,22 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 			outcome = CASE id`+outcome.String()+` END,
 			dups_counted = CASE id`+dups.String()+` END
 		WHERE tenant_id = ? AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+	return err
+}
+
+// dropPayloads empties the payloads of deliveries whose record belongs to
+// an erased lead (PRODUCT.md §5c); the rows stay, so duplicates of them
+// are still answered as duplicates.
+func dropPayloads(ctx context.Context, x db.Ext, tenantID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{tenantID}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := x.ExecContext(ctx, `UPDATE deliveries SET payload = '' WHERE tenant_id = ? AND id IN (?`+
+		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	return err
 }
 

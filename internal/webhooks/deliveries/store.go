@@ -1,7 +1,8 @@
 // Package deliveries is the webhooks area's read side of its tables:
 // deliveries, their duplicate arrivals and dead letters, as the source
 // pages and a lead's timeline show them. Every method is scoped by tenant
-// and none changes data (the ingest path in package webhooks writes).
+// and none changes data (the ingest path in package webhooks writes), but
+// for the erasure's blanking of a person's payloads (erase.go).
 //
 // It is a package of its own, not part of package webhooks, because the
 // web layer and the leads timeline read through it and package webhooks
