@@ -108,7 +108,7 @@ func TestReadmeCurlsSendJSONAsJSON(t *testing.T) {
 
 // readmeVars are the shell variables the README's API examples use, with
 // what each one holds (the README says so above its first example).
-var readmeVars = []string{"TOKEN", "LEADPIPE_ADMIN_TOKEN", "SOURCE", "DELIVERY", "TOKEN_ID", "USER_ID"}
+var readmeVars = []string{"TOKEN", "LEADPIPE_ADMIN_TOKEN", "SOURCE", "DELIVERY", "TOKEN_ID", "USER_ID", "LEAD"}
 
 // readmeSkipped are README curls that cannot run against a test app, by a
 // substring of the command, with the reason. Empty today: every example
@@ -163,9 +163,16 @@ func TestReadmeCurlsWork(t *testing.T) {
 	} else {
 		r.JSON(t, &user)
 	}
+	var lead struct{ ID string }
+	if r := e.Do("POST", "/api/v1/leads", demo.Token, map[string]any{"name": "Grace Hopper", "email": "grace@example.com"},
+		"Idempotency-Key", "readme-lead"); r.Status != 201 {
+		t.Fatalf("lead: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &lead)
+	}
 	env := append(os.Environ(),
 		"TOKEN="+demo.Token, "LEADPIPE_ADMIN_TOKEN=test-admin-token-0123456789", "SOURCE="+src.ID,
-		"DELIVERY="+accepted.DeliveryID, "TOKEN_ID="+tok.ID, "USER_ID="+user.ID)
+		"DELIVERY="+accepted.DeliveryID, "TOKEN_ID="+tok.ID, "USER_ID="+user.ID, "LEAD="+lead.ID)
 	base := strings.TrimPrefix(e.URL, "http://")
 	dir := t.TempDir() // `-o leads.csv` lands here
 	ran := 0
