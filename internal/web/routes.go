@@ -99,6 +99,8 @@ func (s *Server) Routes() http.Handler {
 		admin.Post("/users", s.apiCreateUser)
 		admin.Patch("/users/{id}", s.apiPatchUser)
 		admin.Delete("/users/{id}", s.apiDeleteUser)
+		admin.Get("/settings/retention", s.apiGetRetention)
+		admin.Put("/settings/retention", s.apiPutRetention)
 	})
 	s.uiRoutes(r)
 

@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/rejections"
+	"leadpipe/internal/retention"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks/deliveries"
@@ -42,6 +43,7 @@ type Server struct {
 	Reconcile   *reconcile.Service      // reconcile runs: list and "Reconcile now"
 	Events      *events.Service         // outbound endpoints, events, attempts, replay
 	Rejections  *rejections.Service     // a source's rejected requests (inspector)
+	Retention   *retention.Service      // retention settings (API, settings page)
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -59,8 +61,8 @@ func (s *Server) Check() error {
 		"Log": s.Log != nil, "Cfg": s.Cfg != nil, "Tenants": s.Tenants != nil, "Sources": s.Sources != nil,
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
-		"Rejections": s.Rejections != nil,
-		"Hooks":      s.Hooks != nil, "Metrics": s.Metrics != nil,
+		"Rejections": s.Rejections != nil, "Retention": s.Retention != nil,
+		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {
 			missing = append(missing, name)

@@ -207,6 +207,9 @@ func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (web.Deliver
 	if err != nil {
 		return web.DeliveryItem{}, err
 	}
+	if err := a.payloadKept(ctx, tenantID, id); err != nil {
+		return web.DeliveryItem{}, err
+	}
 	switch d.State {
 	case web.StateFailed:
 		if _, err := a.reset(ctx, tenantID, []string{id}); err != nil {
@@ -487,6 +490,11 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 
 func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
 	it := web.PreviewItem{DeliveryID: id, State: state}
+	if len(raw) == 0 {
+		msg := PayloadRemoved
+		it.Error = &msg
+		return it
+	}
 	l, err := k.Map(raw)
 	if err != nil {
 		msg := err.Error()

@@ -115,6 +115,7 @@ func NavItems(u *User) []NavItem {
 			NavItem{Key: "users", Label: "Users", Href: "/settings/users", Admin: true},
 			NavItem{Key: "tokens", Label: "API tokens", Href: "/settings/tokens", Admin: true},
 			NavItem{Key: "endpoints", Label: "Endpoints", Href: "/settings/endpoints", Admin: true},
+			NavItem{Key: "retention", Label: "Retention", Href: "/settings/retention", Admin: true},
 		)
 	}
 	return items
