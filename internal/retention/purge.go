@@ -144,7 +144,9 @@ func (s *Service) PurgeTenant(ctx context.Context, tenantID string) (Report, err
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
+			t0 := time.Now()
 			b, err := p.fn(ctx, s.DB, tenantID, cursor, bound, before, batch)
+			took := time.Since(t0)
 			if err != nil {
 				return rep, fmt.Errorf("retention: purge %s: %w", p.table, err)
 			}
@@ -161,11 +163,11 @@ func (s *Service) PurgeTenant(ctx context.Context, tenantID string) (Report, err
 			if b.Busy || b.Scanned < batch {
 				break
 			}
-			if s.Pause > 0 {
+			if rest := max(s.Pause, time.Duration(s.PauseFactor*float64(took))); rest > 0 {
 				select {
 				case <-ctx.Done():
 					return rep, ctx.Err()
-				case <-time.After(s.Pause):
+				case <-time.After(rest):
 				}
 			}
 		}

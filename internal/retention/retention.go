@@ -53,10 +53,12 @@ type Service struct {
 	Purgers    Purgers
 	// Batch is how many rows one purge statement walks at most.
 	Batch int
-	// Pause is the rest between two batches of the purge; the purge's
-	// share of the machine, so ingest keeps its rate (docs/BENCHMARKS.md,
-	// "Retention purge").
-	Pause time.Duration
+	// Pause and PauseFactor set the rest between two batches of the purge:
+	// at least Pause, and PauseFactor times as long as the batch took, so
+	// the purge takes a bounded share of the database however loaded it
+	// is, and ingest keeps its rate (docs/BENCHMARKS.md, "Retention purge").
+	Pause       time.Duration
+	PauseFactor float64
 	// MaxRun ends one scheduled run (the next resumes from the cursors)
 	// before Asynq's task timeout and well before the next window.
 	MaxRun time.Duration
@@ -64,9 +66,11 @@ type Service struct {
 
 // Defaults of the purge's pace.
 const (
-	DefaultBatch  = 500
-	DefaultPause  = 20 * time.Millisecond
-	DefaultMaxRun = 20 * time.Minute
+	DefaultBatch = 500
+	DefaultPause = 20 * time.Millisecond
+	// DefaultPauseFactor: a batch, then three times its duration of rest.
+	DefaultPauseFactor = 3
+	DefaultMaxRun      = 20 * time.Minute
 )
 
 // NewService returns the service on d.
@@ -75,7 +79,7 @@ func NewService(d *sqlx.DB, eachTenant func(ctx context.Context, fn func(tenantI
 		log = slog.Default()
 	}
 	return &Service{DB: d, EachTenant: eachTenant, Purgers: purgers, Log: log, Now: time.Now,
-		Batch: DefaultBatch, Pause: DefaultPause, MaxRun: DefaultMaxRun}
+		Batch: DefaultBatch, Pause: DefaultPause, PauseFactor: DefaultPauseFactor, MaxRun: DefaultMaxRun}
 }
 
 func (s *Service) now() time.Time {

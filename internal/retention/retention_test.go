@@ -256,6 +256,28 @@ func TestPurge(t *testing.T) {
 		return count(t, d, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND delivery_id = 'old-1'`, acme.ID) == 1
 	})
 
+	// The deliveries API says which payloads were removed.
+	var page struct {
+		Items []struct {
+			ID             string `json:"id"`
+			PayloadRemoved bool   `json:"payload_removed"`
+		} `json:"items"`
+	}
+	if res := e.Do("GET", "/api/v1/sources/"+sa.ID+"/deliveries?limit=200", acme.Token, nil); res.Status != 200 {
+		t.Fatalf("list deliveries: %d %s", res.Status, res.Body)
+	} else {
+		res.JSON(t, &page)
+	}
+	removed := 0
+	for _, it := range page.Items {
+		if it.PayloadRemoved {
+			removed++
+		}
+	}
+	if len(page.Items) != old+young || removed != old {
+		t.Fatalf("deliveries API: %d items, %d with payload_removed", len(page.Items), removed)
+	}
+
 	// Reprocessing a purged delivery is refused, clearly; a kept one is not.
 	var purgedID, keptID string
 	_ = d.GetContext(ctx, &purgedID, `SELECT id FROM deliveries WHERE tenant_id = ? AND delivery_id = 'old-2'`, acme.ID)

@@ -139,7 +139,8 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 	for _, r := range rows {
 		page.Items = append(page.Items, web.DeliveryItem{ID: r.ID, State: r.State, ReceivedAt: r.ReceivedAt.UTC(),
 			ProcessedAt: utcPtr(r.ProcessedAt), Attempts: r.Attempts, LastError: r.LastError, LeadID: r.LeadID,
-			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID})
+			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID,
+			PayloadRemoved: r.State != web.StateDeadLetter && len(r.Payload) == 0})
 	}
 	return page, nil
 }
