@@ -93,7 +93,7 @@ func TestMoreMenu(t *testing.T) {
 	more.Find(`a`).Each(func(_ int, s *goquery.Selection) {
 		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "more-"))
 	})
-	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints,me" {
+	if got := strings.Join(keys, ","); got != "sources,monitor,alerts,users,tokens,endpoints,retention,me" {
 		t.Fatalf("more menu = %s", got)
 	}
 	if id := more.Find(`[data-testid="more-identity"]`).Text(); !strings.Contains(id, "Dana Okafor") || !strings.Contains(id, "dana@acme.test") || !strings.Contains(id, "Admin") {
