@@ -391,3 +391,49 @@ func TestSetRollsBackWithItsAuditRow(t *testing.T) {
 		t.Fatalf("audit rows of a failed change: %d", c)
 	}
 }
+
+// TestConcurrentChangesChainTheirAuditRows: changes racing each other are
+// serialised on the tenant's row, so every audit row's old values are the
+// previous row's new values and the last one's are what is stored.
+func TestConcurrentChangesChainTheirAuditRows(t *testing.T) {
+	e := apptest.New(t, "retention", apptest.Options{RedisDB: apptest.RedisRetention})
+	acme := e.Tenant("acme")
+	if res := putRetention(t, e, acme, `{"event_days":2}`); res.Status != 200 {
+		t.Fatalf("first PUT: %d %s", res.Status, res.Body)
+	}
+	const n = 12
+	done := make(chan int, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			res := e.Do("PUT", "/api/v1/settings/retention", acme.Token, fmt.Sprintf(`{"event_days":%d}`, 100+i))
+			done <- res.Status
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if st := <-done; st != 200 {
+			t.Fatalf("concurrent PUT: %d", st)
+		}
+	}
+	var details []string
+	if err := e.App.DB.SelectContext(context.Background(), &details, `SELECT detail FROM audit_log
+		WHERE tenant_id = ? AND action = 'retention.changed' ORDER BY at, id`, acme.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(details) != n+1 {
+		t.Fatalf("audit rows: %d, want %d", len(details), n+1)
+	}
+	var prev retention.Settings
+	for i, d := range details {
+		var row struct{ Old, New retention.Settings }
+		if err := json.Unmarshal([]byte(d), &row); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && row.Old != prev {
+			t.Fatalf("row %d: old %+v, but the previous change made %+v", i, row.Old, prev)
+		}
+		prev = row.New
+	}
+	if st, _ := e.App.Retention.Get(context.Background(), acme.ID); st != prev {
+		t.Fatalf("stored %+v, last audited %+v", st, prev)
+	}
+}
