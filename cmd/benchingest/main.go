@@ -84,6 +84,10 @@ func run() error {
 	logLevel := flag.String("log-level", "info", "with -e2e: the processes' LEADPIPE_LOG_LEVEL (info: a line per request, as deployed)")
 	profile := flag.String("profile", "", "with -e2e: build the server and the worker with -tags pprof and write their CPU profiles of (d) into this directory")
 	samples := flag.Int("read-samples", 10, "with -e2e: deliveries per second of (d) followed until their lead is readable through the API (0: none)")
+	purgeN := flag.Int("purge", 0, "instead: seed this many old processed deliveries with payloads, then alternate (b) without and with the retention purge running until it removed them all (see purge.go)")
+	purgePause := flag.Duration("purge-pause", -1, "with -purge: the purge's rest between batches (-1: the production default)")
+	purgeFactor := flag.Float64("purge-factor", -1, "with -purge: the purge's rest after a batch as a multiple of the batch's time (-1: the production default)")
+	purgeBatch := flag.Int("purge-batch", 0, "with -purge: rows per purge statement (0: the production default)")
 	traceRatio := flag.Float64("trace-ratio", 0, "also run (b) with tracing on, sampling this ratio of traces (e.g. 0.01), the spans exported over OTLP/HTTP to a local receiver that discards them; alternating with (b)")
 	flag.Parse()
 	if *rounds < 1 {
@@ -219,6 +223,36 @@ func run() error {
 		return err
 	}
 	send := pool.send
+	if *purgeN > 0 {
+		newB := func(name string, offset int) *phase {
+			f := newFeed(secret, host, path, *dupFrac, offset)
+			ph := &phase{name: name, feed: f}
+			ph.fn = func() error { _, err := send(f.at(ph.take())); return err }
+			return ph
+		}
+		svc := a.Retention
+		if *purgePause >= 0 {
+			svc.Pause = *purgePause
+		}
+		if *purgeFactor >= 0 {
+			svc.PauseFactor = *purgeFactor
+		}
+		if *purgeBatch > 0 {
+			svc.Batch = *purgeBatch
+		}
+		pb := &purgeBench{raw: raw, svc: svc, tenantID: p.Tenant.ID, sourceID: src.ID, n: *purgeN,
+			payload: mixed.at(0).body, conns: *conns, slice: slice, rounds: *rounds, maxRounds: 1000,
+			plain: newB("b", 0), purging: newB("b-purge", 1_000_000_000)}
+		best := 0.0
+		return pb.run(ctx, func(ph *phase) error {
+			if err := ph.prepare(best, slice); err != nil {
+				return err
+			}
+			ph.run(*conns, slice)
+			best = max(best, ph.best())
+			return nil
+		})
+	}
 
 	// One raw row per statement, autocommit, with the same columns and the
 	// same payload bytes the server stores, each phase under a tenant of

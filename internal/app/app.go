@@ -24,6 +24,7 @@ import (
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
+	"leadpipe/internal/retention"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/tracing"
@@ -55,7 +56,9 @@ type App struct {
 	Tenants *tenants.Service
 	Sources *sources.Service
 	Events  *events.Service
-	Web     *web.Server
+	// Retention is the retention settings and purge service.
+	Retention *retention.Service
+	Web       *web.Server
 
 	closers  []func()
 	flushers []func(context.Context)

@@ -38,6 +38,7 @@ const (
 	RedisJobs
 	RedisApp
 	RedisTracing
+	RedisRetention
 )
 
 // Options tune an Env.

@@ -30,6 +30,8 @@ type DeliveryItem struct {
 	LastError   *string    `json:"last_error"`
 	LeadID      *string    `json:"lead_id"`
 	Duplicates  int        `json:"duplicates"`
+	// PayloadRemoved: the retention purge blanked the raw payload.
+	PayloadRemoved bool `json:"payload_removed"`
 	// Raw is the stored body (the UI's failed list shows it; the API
 	// leaves it out), SenderID the sender's delivery id (UI only).
 	Raw      []byte `json:"-"`

@@ -100,6 +100,8 @@ func (s *Server) Routes() http.Handler {
 		admin.Patch("/users/{id}", s.apiPatchUser)
 		admin.Delete("/users/{id}", s.apiDeleteUser)
 		admin.Get("/audit", s.apiListAudit)
+		admin.Get("/settings/retention", s.apiGetRetention)
+		admin.Put("/settings/retention", s.apiPutRetention)
 	})
 	s.uiRoutes(r)
 

@@ -19,6 +19,7 @@ import (
 	"leadpipe/internal/privacy"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/rejections"
+	"leadpipe/internal/retention"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks/deliveries"
@@ -46,6 +47,7 @@ type Server struct {
 	Rejections  *rejections.Service     // a source's rejected requests (inspector)
 	Audit       *audit.Service          // the audit log: API and admin page
 	Privacy     *privacy.Service        // a lead's export and erasure
+	Retention   *retention.Service      // retention settings (API, settings page)
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -64,8 +66,8 @@ func (s *Server) Check() error {
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
 		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Audit": s.Audit != nil,
-		"Privacy": s.Privacy != nil,
-		"Hooks":   s.Hooks != nil, "Metrics": s.Metrics != nil,
+		"Privacy": s.Privacy != nil, "Retention": s.Retention != nil,
+		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {
 			missing = append(missing, name)

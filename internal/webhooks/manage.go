@@ -139,7 +139,8 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 	for _, r := range rows {
 		page.Items = append(page.Items, web.DeliveryItem{ID: r.ID, State: r.State, ReceivedAt: r.ReceivedAt.UTC(),
 			ProcessedAt: utcPtr(r.ProcessedAt), Attempts: r.Attempts, LastError: r.LastError, LeadID: r.LeadID,
-			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID})
+			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID,
+			PayloadRemoved: r.State != web.StateDeadLetter && len(r.Payload) == 0})
 	}
 	return page, nil
 }
@@ -205,6 +206,9 @@ func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (web.Deliver
 		return a.reprocessDeadLetter(ctx, tenantID, id)
 	}
 	if err != nil {
+		return web.DeliveryItem{}, err
+	}
+	if err := a.payloadKept(ctx, tenantID, id); err != nil {
 		return web.DeliveryItem{}, err
 	}
 	switch d.State {
@@ -487,6 +491,11 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 
 func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
 	it := web.PreviewItem{DeliveryID: id, State: state}
+	if len(raw) == 0 {
+		msg := PayloadRemoved
+		it.Error = &msg
+		return it
+	}
 	l, err := k.Map(raw)
 	if err != nil {
 		msg := err.Error()

@@ -116,6 +116,7 @@ func NavItems(u *User) []NavItem {
 			NavItem{Key: "tokens", Label: "API tokens", Href: "/settings/tokens", Admin: true},
 			NavItem{Key: "endpoints", Label: "Endpoints", Href: "/settings/endpoints", Admin: true},
 			NavItem{Key: "audit", Label: "Audit log", Href: "/settings/audit", Admin: true},
+			NavItem{Key: "retention", Label: "Retention", Href: "/settings/retention", Admin: true},
 		)
 	}
 	return items
