@@ -809,7 +809,7 @@ func Page(v LeadView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if v.Lead.TimesSeen > 0 {
+				if v.Lead.SourceID != "" && v.Lead.TimesSeen > 1 {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 83, "<div class=\"small muted\" data-testid=\"lead-sightings\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
