@@ -97,6 +97,8 @@ func (s *Server) Routes() http.Handler {
 		admin.Post("/users", s.apiCreateUser)
 		admin.Patch("/users/{id}", s.apiPatchUser)
 		admin.Delete("/users/{id}", s.apiDeleteUser)
+		admin.Get("/assignment", s.apiGetAssignment)
+		admin.Put("/assignment", s.apiPutAssignment)
 	})
 	s.uiRoutes(r)
 
