@@ -40,6 +40,7 @@ import (
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/tracing"
@@ -67,6 +68,7 @@ func run() error {
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
+	assignRR := flag.Bool("assign", false, "with -drain: the tenant has one round-robin assignment rule among 3 users (compare with a run without)")
 	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
@@ -175,6 +177,20 @@ func run() error {
 		return err
 	}
 
+	if *drainN > 0 && *assignRR {
+		var members []string
+		for _, n := range []string{"ada", "bob", "cy"} {
+			u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: n + "@bench.test", Name: n, Role: "staff", Password: "bench-password-1"})
+			if err != nil {
+				return err
+			}
+			members = append(members, u.ID)
+		}
+		if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{
+			{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}}}); err != nil {
+			return err
+		}
+	}
 	if *drainN > 0 {
 		cancel()
 		dctx, stop := context.WithCancel(ctx)
