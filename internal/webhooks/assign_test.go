@@ -360,6 +360,16 @@ func TestAssignmentRulesOrderConditionsAndFirstResponse(t *testing.T) {
 	if responded(l3) == nil {
 		t.Fatal("next step did not set first_responded_at")
 	}
+	if responded(manual.ID) != nil {
+		t.Fatal("a manual lead's creation started its first response")
+	}
+	if r := e.Do("POST", "/api/v1/leads/bulk", a.Token, map[string]any{"ids": []string{manual.ID}, "set": map[string]any{"status": "contacted"}},
+		"Idempotency-Key", "assign-bulk-1"); r.Status != 200 {
+		t.Fatalf("bulk: %d %s", r.Status, r.Body)
+	}
+	if responded(manual.ID) == nil {
+		t.Fatal("bulk status change did not set first_responded_at")
+	}
 }
 
 // sla=overdue and due_soon agree with a brute-force computation over
