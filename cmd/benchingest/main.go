@@ -69,6 +69,7 @@ func run() error {
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
 	assignRR := flag.Bool("assign", false, "with -drain: the tenant has one round-robin assignment rule among 3 users (compare with a run without)")
+	assignOwner := flag.Bool("assign-owner", false, "with -drain -assign: a fixed-owner rule instead (no round-robin position to lock)")
 	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
@@ -186,8 +187,11 @@ func run() error {
 			}
 			members = append(members, u.ID)
 		}
-		if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{
-			{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}}}); err != nil {
+		rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
+		if *assignOwner {
+			rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
+		}
+		if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
 			return err
 		}
 	}
