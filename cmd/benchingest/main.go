@@ -40,6 +40,7 @@ import (
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/tracing"
@@ -67,6 +68,8 @@ func run() error {
 	stagger := flag.Duration("stagger", 0, "override the claimer's stagger (0: keep the default)")
 	claimWorkers := flag.Int("claim-workers", 0, "override the claimer's concurrent batches (0: keep the default)")
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
+	assignRR := flag.Bool("assign", false, "with -drain: the tenant has one round-robin assignment rule among 3 users (compare with a run without)")
+	assignOwner := flag.Bool("assign-owner", false, "with -drain -assign: a fixed-owner rule instead (no round-robin position to lock)")
 	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
@@ -179,6 +182,23 @@ func run() error {
 		return err
 	}
 
+	if *drainN > 0 && *assignRR {
+		var members []string
+		for _, n := range []string{"ada", "bob", "cy"} {
+			u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: n + "@bench.test", Name: n, Role: "staff", Password: "bench-password-1"})
+			if err != nil {
+				return err
+			}
+			members = append(members, u.ID)
+		}
+		rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
+		if *assignOwner {
+			rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
+		}
+		if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
+			return err
+		}
+	}
 	if *drainN > 0 {
 		cancel()
 		dctx, stop := context.WithCancel(ctx)

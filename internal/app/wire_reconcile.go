@@ -31,7 +31,7 @@ func (a *App) wireReconcile(ctx context.Context) error {
 		Apply: func(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (reconcile.Applied, error) {
 			r, err := webhooks.Apply(ctx, x, tenantID, src, raw, now)
 			if err == nil {
-				err = a.Web.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome}})
+				err = a.Web.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome, OwnerID: r.OwnerID}})
 			}
 			return reconcile.Applied{LeadID: r.LeadID, New: r.New, Lead: r.Lead, Erased: r.Outcome == leads.OutcomeErased}, err
 		},

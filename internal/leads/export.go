@@ -13,12 +13,12 @@ import (
 // never twice. The export is recorded in the audit log first (who, with
 // which filters; never the rows).
 func (s *Service) Export(ctx context.Context, tenantID string, f Filter, each func([]Lead) error) error {
-	f.Limit, f.Cursor = maxLimit, ""
+	f.Limit, f.Cursor, f.slaNow = maxLimit, "", s.now()
 	if _, err := f.normalize(); err != nil {
 		return err
 	}
 	detail := map[string]any{}
-	for k, v := range map[string]string{"status": f.Status, "source": f.SourceID, "owner": f.OwnerID, "q": f.Q} {
+	for k, v := range map[string]string{"status": f.Status, "source": f.SourceID, "owner": f.OwnerID, "q": f.Q, "sla": f.SLA} {
 		if v != "" {
 			detail[k] = v
 		}

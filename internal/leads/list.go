@@ -36,10 +36,23 @@ type Filter struct {
 	// ByDue lists by due date, earliest first, instead of newest first (a
 	// to-do list of follow-ups; leads without a due date are left out). A
 	// search (Q) ignores it and lists newest first.
-	ByDue  bool
+	ByDue bool
+	// SLA narrows to unanswered assigned leads: SLAOverdue (first response
+	// due before now) or SLADueSoon (due within the next 15 minutes).
+	SLA    string
 	Limit  int    // 1..200, default 50 (larger values are capped)
 	Cursor string // next_cursor of the previous page
+
+	slaNow time.Time // "now" of SLA (the service's clock)
 }
+
+// SLA filters (PRODUCT.md §5a).
+const (
+	SLAOverdue = "overdue"
+	SLADueSoon = "due_soon"
+	// DueSoonWindow is how far ahead due_soon looks.
+	DueSoonWindow = 15 * time.Minute
+)
 
 // Page is one page of leads, newest first.
 type Page struct {
@@ -106,6 +119,12 @@ func (f *Filter) normalize() (after cursor, err error) {
 	if f.OwnerID != "" && f.OwnerID != OwnerNone && !ids.Valid(f.OwnerID) {
 		bad["owner"] = "must be a user id or \"none\""
 	}
+	if f.SLA != "" && f.SLA != SLAOverdue && f.SLA != SLADueSoon {
+		bad["sla"] = "must be overdue or due_soon"
+	}
+	if f.SLA != "" && f.slaNow.IsZero() {
+		f.slaNow = time.Now()
+	}
 	f.Q = strings.TrimSpace(f.Q)
 	if f.Q != "" {
 		f.ByDue = false // a search lists newest first
@@ -140,6 +159,9 @@ func (f *Filter) normalize() (after cursor, err error) {
 
 // List returns one page of the tenant's leads, newest first.
 func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, error) {
+	if f.slaNow.IsZero() {
+		f.slaNow = s.now()
+	}
 	after, err := f.normalize()
 	if err != nil {
 		return Page{}, err

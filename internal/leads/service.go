@@ -112,10 +112,14 @@ func (e *emitter) emit(ctx context.Context, typ string, l Lead) error {
 // so that concurrent batches take the event sequence rows in one order.
 func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []UpsertOutcome) error {
 	types := map[string]string{}
+	assignedLeads := map[string]bool{}
 	for _, o := range outcomes {
 		switch {
 		case o.Kind == OutcomeCreated:
 			types[o.LeadID] = OutboundCreated
+			if o.OwnerID != "" {
+				assignedLeads[o.LeadID] = true
+			}
 		case o.Kind == OutcomeUpdated && types[o.LeadID] == "":
 			types[o.LeadID] = OutboundUpdated
 		}
@@ -130,16 +134,41 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 			delete(types, id)
 		}
 	}
-	if len(types) == 0 {
+	// The assignment of a created lead: lead.created carries the owner
+	// already; lead.updated says it changed hands (PRODUCT.md §5a).
+	if len(assignedLeads) > 0 {
+		ok, err := em.wanted(ctx, OutboundUpdated)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			clear(assignedLeads)
+		}
+	}
+	if len(types) == 0 && len(assignedLeads) == 0 {
 		return nil
 	}
-	ls, err := byIDs(ctx, x, tenantID, slices.Sorted(maps.Keys(types)))
+	leadIDs := slices.Collect(maps.Keys(types))
+	for id := range assignedLeads {
+		if _, ok := types[id]; !ok {
+			leadIDs = append(leadIDs, id)
+		}
+	}
+	slices.Sort(leadIDs)
+	ls, err := byIDs(ctx, x, tenantID, leadIDs)
 	if err != nil {
 		return err
 	}
 	for _, l := range ls {
-		if err := em.emit(ctx, types[l.ID], l); err != nil {
-			return err
+		if typ := types[l.ID]; typ != "" {
+			if err := em.emit(ctx, typ, l); err != nil {
+				return err
+			}
+		}
+		if assignedLeads[l.ID] {
+			if err := em.emit(ctx, OutboundUpdated, l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -193,14 +222,32 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	l := Lead{TenantID: tenantID, ID: ids.New(), Payload: payload, Email: in.Email, Name: in.Name, Phone: in.Phone,
 		Company: in.Company, LastSeenAt: now, TimesSeen: 1, Status: "new", Tags: tags, Version: 1, CreatedAt: now, UpdatedAt: now}
 	l.SourceRef = l.ID
+	as, err := assignNew(ctx, tx, tenantID, []newLeadFacts{{Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
+		Payload: l.Payload, Tags: l.Tags}}, now)
+	if err != nil {
+		return Lead{}, err
+	}
+	if len(as) > 0 && as[0] != nil {
+		owner, at, due := as[0].OwnerID, as[0].At, as[0].Due
+		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt = &owner, &at, &due
+	}
 	if err := insertManual(ctx, tx, l); err != nil {
 		return Lead{}, err
 	}
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
 		return Lead{}, err
 	}
-	if err := s.emitter(tx, tenantID).emit(ctx, OutboundCreated, l); err != nil {
+	if err := assignedEvents(ctx, tx, tenantID, []string{l.ID}, as); err != nil {
 		return Lead{}, err
+	}
+	em := s.emitter(tx, tenantID)
+	if err := em.emit(ctx, OutboundCreated, l); err != nil {
+		return Lead{}, err
+	}
+	if l.AssignedAt != nil {
+		if err := em.emit(ctx, OutboundUpdated, l); err != nil {
+			return Lead{}, err
+		}
 	}
 	return l, nil
 }
@@ -286,7 +333,9 @@ func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, 
 		return cur, false, nil // nothing to do: no new version
 	}
 	now := s.now()
-	updated, err := updateHumanFields(ctx, tx, tenantID, id, next, cur.Version, now)
+	// A person's status change or next step is a response (an owner or
+	// tags change is not: the assignment itself must not stop the clock).
+	updated, err := updateHumanFields(ctx, tx, tenantID, id, next, cur.Version, now, statusChanged || followChanged)
 	if err != nil {
 		return Lead{}, false, err
 	}
@@ -376,17 +425,15 @@ func (s *Service) activeUserName(ctx context.Context, x db.Ext, tenantID, userID
 	if !ids.Valid(userID) {
 		return "", bad
 	}
-	name, disabled, err := activeUser(ctx, x, tenantID, userID)
+	us, err := activeUsers(ctx, x, tenantID, []string{userID})
 	if err != nil {
-		if apperr.Is(err, apperr.NotFound) {
-			return "", bad
-		}
 		return "", err
 	}
-	if disabled {
+	u, ok := us[userID]
+	if !ok || u.disabled {
 		return "", bad
 	}
-	return name, nil
+	return u.name, nil
 }
 
 // AddNote appends a note; once's Idempotency-Key (if any) completes in the
@@ -413,6 +460,9 @@ func (s *Service) addNote(ctx context.Context, tx *sqlx.Tx, tenantID, leadID str
 		n.AuthorID = &uid
 	}
 	if err := insertNote(ctx, tx, tenantID, n); err != nil {
+		return Note{}, err
+	}
+	if err := markResponded(ctx, tx, tenantID, leadID, now); err != nil {
 		return Note{}, err
 	}
 	if err := AddEvent(ctx, tx, tenantID, leadID, EventNoteAdded, actor.UserID, actor.Name,
@@ -498,12 +548,12 @@ func (s *Service) CappedCounts(ctx context.Context, tenantID string, statuses []
 // search): each status of Statuses, or of f.AnyStatus when set, each up
 // to limit.
 func (s *Service) CappedCountsFor(ctx context.Context, tenantID string, f Filter, limit int) ([]StatusCount, error) {
-	f.Status, f.Cursor = "", ""
+	f.Status, f.Cursor, f.slaNow = "", "", s.now()
 	if _, err := f.normalize(); err != nil {
 		return nil, err
 	}
 	statuses := f.statuses()
-	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil && !f.ByDue {
+	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil && !f.ByDue && f.SLA == "" {
 		return s.CappedCounts(ctx, tenantID, statuses, limit)
 	}
 	byStatus, err := countMatchingUpTo(ctx, s.DB, tenantID, f, statuses, limit)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,8 @@ import (
 
 // LeadCols is the column list every lead SELECT uses.
 const LeadCols = `tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at`
+	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at,
+	assigned_at, first_response_due_at, first_responded_at`
 
 // leadColsL is LeadCols qualified with the alias l.
 var leadColsL = func() string {
@@ -67,6 +70,9 @@ type BatchRecord struct {
 type UpsertOutcome struct {
 	LeadID, SourceID, SourceRef string
 	Kind                        string // OutcomeCreated, …
+	// A created lead an assignment rule gave an owner: the owner and the
+	// rule's name.
+	OwnerID, Rule string
 }
 
 // OrderKey is a record's order key (leads.order_key): the record's time
@@ -220,8 +226,14 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		return nil, err
 	}
 	// Decide each record's outcome, as the statements will apply them.
-	var newArgs, upArgs []any
-	newRows, upRows := 0, 0
+	type newRow struct {
+		i     int
+		row   []any
+		facts newLeadFacts
+	}
+	var created []newRow
+	var upArgs []any
+	upRows := 0
 	for _, i := range order {
 		r := recs[i].SenderRecord
 		k := key{recs[i].SourceID, r.SourceRef}
@@ -243,8 +255,8 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			state[k] = st
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
 			row[1] = st.ID
-			newArgs = append(newArgs, row...)
-			newRows++
+			created = append(created, newRow{i: i, row: row, facts: newLeadFacts{SourceID: recs[i].SourceID, Email: r.Email,
+				Name: r.Name, Phone: r.Phone, Company: r.Company, Payload: payload, Tags: r.Tags}})
 			continue
 		case r.OrderKey < st.OrderKey:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeStale}
@@ -260,12 +272,42 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key) VALUES `
 	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?)`
-	if newRows > 0 {
-		if _, err := x.ExecContext(ctx, cols+vals+strings.Repeat(", "+vals, newRows-1), newArgs...); err != nil {
+	if len(created) > 0 {
+		// New leads find their owner in this transaction (assign.go), in
+		// the order the records came.
+		sort.Slice(created, func(a, b int) bool { return created[a].i < created[b].i })
+		facts := make([]newLeadFacts, len(created))
+		leadIDs := make([]string, len(created))
+		for j, c := range created {
+			facts[j], leadIDs[j] = c.facts, c.row[1].(string)
+		}
+		as, err := assignNew(ctx, x, tenantID, facts, now)
+		if err != nil {
+			return nil, err
+		}
+		newArgs := make([]any, 0, len(created)*19)
+		for j, c := range created {
+			var owner, at, due any
+			if j < len(as) && as[j] != nil {
+				owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
+				out[c.i].OwnerID, out[c.i].Rule = as[j].OwnerID, as[j].RuleName
+			}
+			newArgs = append(append(newArgs, c.row...), owner, at, due)
+		}
+		const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
+			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
+			owner_id, assigned_at, first_response_due_at) VALUES `
+		const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?)`
+		if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(created)-1), newArgs...); err != nil {
 			if db.IsDuplicate(err) {
 				return nil, ErrConcurrentCreate
 			}
 			return nil, err
+		}
+		if len(as) > 0 {
+			if err := assignedEvents(ctx, x, tenantID, leadIDs, as); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if upRows > 0 {
@@ -297,20 +339,24 @@ var ErrConcurrentCreate = fmt.Errorf("leads: a lead of the batch was created con
 // insertManual stores a lead a person created (no source).
 func insertManual(ctx context.Context, x db.Ext, l Lead) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
-			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at)
-		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?)`,
-		l.TenantID, l.ID, l.SourceRef, string(l.Payload), l.Email, l.Name, l.Phone, l.Company, l.LastSeenAt, l.Tags, l.CreatedAt, l.UpdatedAt)
+			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, owner_id, assigned_at, first_response_due_at)
+		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?)`,
+		l.TenantID, l.ID, l.SourceRef, string(l.Payload), l.Email, l.Name, l.Phone, l.Company, l.LastSeenAt, l.Tags, l.CreatedAt, l.UpdatedAt,
+		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt)
 	return db.MapErr(err, "", "lead already exists")
 }
 
 // updateHumanFields writes status, owner, tags, next step and due date and
 // bumps version, if the lead is still at version. It reports whether the
 // row was updated (false: another edit committed first).
-func updateHumanFields(ctx context.Context, x db.Ext, tenantID, id string, next Lead, version int, now time.Time) (bool, error) {
+//
+// responded marks the lead's first response (a person's status change or
+// next step), unless it has one.
+func updateHumanFields(ctx context.Context, x db.Ext, tenantID, id string, next Lead, version int, now time.Time, responded bool) (bool, error) {
 	res, err := x.ExecContext(ctx, `UPDATE leads SET status = ?, owner_id = ?, tags = ?, next_step = ?, due_at = ?,
-			version = version + 1, updated_at = ?
+			version = version + 1, updated_at = ?, first_responded_at = IF(? AND first_responded_at IS NULL, ?, first_responded_at)
 		WHERE tenant_id = ? AND id = ? AND version = ?`,
-		next.Status, next.OwnerID, next.Tags, next.NextStep, next.DueAt, now, tenantID, id, version)
+		next.Status, next.OwnerID, next.Tags, next.NextStep, next.DueAt, now, responded, now, tenantID, id, version)
 	if err != nil {
 		return false, err
 	}
@@ -358,19 +404,38 @@ func leadExists(ctx context.Context, x db.Ext, tenantID, id string) error {
 	return db.MapErr(err, "lead not found", "")
 }
 
-// activeUser reads a user of the tenant an owner may be set to: its name
-// and whether it is disabled. The users table belongs to the tenants
-// area; the read runs in the edit's transaction, so it stays here.
-func activeUser(ctx context.Context, x db.Ext, tenantID, userID string) (name string, disabled bool, err error) {
-	var u struct {
+// userState is a user an owner may be set to: its name and whether it
+// is disabled.
+type userState struct {
+	name     string
+	disabled bool
+}
+
+// activeUsers reads users of the tenant an owner may be set to (absent:
+// no such user of the tenant). The users table belongs to the tenants
+// area; the read runs in the edit's (or the creating) transaction, so it
+// stays here.
+func activeUsers(ctx context.Context, x db.Ext, tenantID string, userIDs []string) (map[string]userState, error) {
+	out := map[string]userState{}
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	var us []struct {
+		ID       string     `db:"id"`
 		Name     string     `db:"name"`
 		Disabled *time.Time `db:"disabled_at"`
 	}
-	err = x.GetContext(ctx, &u, `SELECT name, disabled_at FROM users WHERE tenant_id = ? AND id = ?`, tenantID, userID)
+	q, args, err := sqlx.In(`SELECT id, name, disabled_at FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
 	if err != nil {
-		return "", false, db.MapErr(err, "user not found", "")
+		return nil, err
 	}
-	return u.Name, u.Disabled != nil, nil
+	if err := x.SelectContext(ctx, &us, q, args...); err != nil {
+		return nil, err
+	}
+	for _, u := range us {
+		out[u.ID] = userState{name: u.Name, disabled: u.Disabled != nil}
+	}
+	return out, nil
 }
 
 // countByStatus counts every lead per status (an exact count: one
@@ -500,6 +565,14 @@ func (f Filter) where(tenantID string) (string, []any) {
 		b.WriteString(" AND owner_id = ?")
 		args = append(args, f.OwnerID)
 	}
+	switch f.SLA {
+	case SLAOverdue:
+		b.WriteString(" AND first_responded_at IS NULL AND first_response_due_at < ?")
+		args = append(args, f.slaNow)
+	case SLADueSoon:
+		b.WriteString(" AND first_responded_at IS NULL AND first_response_due_at >= ? AND first_response_due_at < ?")
+		args = append(args, f.slaNow, f.slaNow.Add(DueSoonWindow))
+	}
 	return b.String(), args
 }
 
@@ -513,14 +586,25 @@ func listPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before s
 	}
 	args = append(args, n)
 	var items []Lead
-	err := x.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+	err := x.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads`+f.slaHint()+` WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
 	return items, err
+}
+
+// slaHint keeps an SLA list on its index: the unanswered leads due in a
+// range are few, and walking the primary key newest first to find them
+// would read the whole tenant.
+func (f Filter) slaHint() string {
+	if f.SLA == "" {
+		return ""
+	}
+	return " FORCE INDEX (ix_leads_sla)"
 }
 
 // exportCols are the columns a CSV export shows: LeadCols without the raw
 // payload, the widest column, which the export never prints.
 const exportCols = `tenant_id, id, source_id, source_ref, email, name, phone, company,
-	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at`
+	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at,
+	assigned_at, first_response_due_at, first_responded_at`
 
 // exportPage is listPage without the payload, for the CSV export.
 func exportPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before string, n int) ([]Lead, error) {
@@ -531,7 +615,7 @@ func exportPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before
 	}
 	args = append(args, n)
 	var items []Lead
-	err := x.SelectContext(ctx, &items, `SELECT `+exportCols+` FROM leads WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+	err := x.SelectContext(ctx, &items, `SELECT `+exportCols+` FROM leads`+f.slaHint()+` WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
 	return items, err
 }
 
@@ -917,6 +1001,40 @@ func AddEvent(ctx context.Context, x db.Ext, tenantID, leadID, kind, actorID, ac
 	return err
 }
 
+// eventIn is one timeline entry to write.
+type eventIn struct {
+	LeadID, Kind, ActorID, ActorName string
+	Detail                           any
+	At                               time.Time
+}
+
+// addEvents appends timeline entries in one statement.
+func addEvents(ctx context.Context, x db.Ext, tenantID string, evs []eventIn) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 8*len(evs))
+	for _, e := range evs {
+		var d any
+		if e.Detail != nil {
+			b, err := json.Marshal(e.Detail)
+			if err != nil {
+				return err
+			}
+			d = string(b)
+		}
+		var actor any
+		if e.ActorID != "" {
+			actor = e.ActorID
+		}
+		args = append(args, tenantID, e.LeadID, ids.New(), e.Kind, actor, Clip(e.ActorName, 255), d, e.At)
+	}
+	const v = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	_, err := x.ExecContext(ctx, `INSERT INTO lead_events (tenant_id, lead_id, id, kind, actor_id, actor_name, detail, at)
+		VALUES `+v+strings.Repeat(", "+v, len(evs)-1), args...)
+	return err
+}
+
 // eventRow is one lead_events row.
 type eventRow struct {
 	ID        string    `db:"id"`
@@ -952,5 +1070,144 @@ func insertSeedRows(ctx context.Context, x db.Ext, rows int, args []any) error {
 		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
 	_, err := x.ExecContext(ctx, b.String(), args...)
+	return err
+}
+
+// ---- Assignment: rules, round-robin positions, settings ----
+
+// ruleRow is one assignment_rules row.
+type ruleRow struct {
+	ID       string
+	Position int
+	AssignmentRule
+}
+
+// assignmentRules reads the tenant's rules in order (one range of the
+// primary key's tenant prefix: a tenant has a few).
+func assignmentRules(ctx context.Context, x db.Ext, tenantID string) ([]ruleRow, error) {
+	var rows []struct {
+		ID       string  `db:"id"`
+		Position int     `db:"position"`
+		Name     string  `db:"name"`
+		SourceID *string `db:"source_id"`
+		Field    *string `db:"field"`
+		Equals   *string `db:"equals"`
+		Strategy string  `db:"strategy"`
+		Members  *string `db:"members"`
+		OwnerID  *string `db:"owner_id"`
+	}
+	if err := x.SelectContext(ctx, &rows, `SELECT id, position, name, source_id, field, equals, strategy, members, owner_id
+		FROM assignment_rules WHERE tenant_id = ? ORDER BY position`, tenantID); err != nil {
+		return nil, err
+	}
+	out := make([]ruleRow, len(rows))
+	for i, r := range rows {
+		out[i] = ruleRow{ID: r.ID, Position: r.Position, AssignmentRule: AssignmentRule{Name: r.Name,
+			When: RuleCondition{SourceID: r.SourceID, Field: r.Field, Equals: r.Equals}, Strategy: r.Strategy, OwnerID: r.OwnerID}}
+		if r.Members != nil {
+			if err := json.Unmarshal([]byte(*r.Members), &out[i].Members); err != nil {
+				return nil, fmt.Errorf("assignment rule %s: members: %w", r.ID, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// firstResponseMinutes reads the tenant's setting (the default without
+// one).
+func firstResponseMinutes(ctx context.Context, x db.Ext, tenantID string) (int, error) {
+	var n int
+	err := x.GetContext(ctx, &n, `SELECT first_response_minutes FROM assignment_settings WHERE tenant_id = ?`, tenantID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DefaultFirstResponseMinutes, nil
+	}
+	return n, err
+}
+
+// replaceAssignment replaces the tenant's rules (with fresh positions)
+// and its setting.
+func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []ruleRow, minutes int, now time.Time) error {
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_rules WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_counters WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
+	if len(rules) > 0 {
+		var args, cargs []any
+		for _, r := range rules {
+			var members any
+			if r.Members != nil {
+				b, err := json.Marshal(r.Members)
+				if err != nil {
+					return err
+				}
+				members = string(b)
+			}
+			args = append(args, tenantID, r.ID, r.Position, r.Name, r.When.SourceID, r.When.Field, r.When.Equals, r.Strategy, members, r.OwnerID, now)
+			cargs = append(cargs, tenantID, r.ID)
+		}
+		const v = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_rules (tenant_id, id, position, name, source_id, field, equals, strategy, members, owner_id, created_at)
+			VALUES `+v+strings.Repeat(", "+v, len(rules)-1), args...); err != nil {
+			return err
+		}
+		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_counters (tenant_id, rule_id, next_pos) VALUES (?, ?, 0)`+
+			strings.Repeat(", (?, ?, 0)", len(rules)-1), cargs...); err != nil {
+			return err
+		}
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO assignment_settings (tenant_id, first_response_minutes, updated_at) VALUES (?, ?, ?)
+		ON DUPLICATE KEY UPDATE first_response_minutes = VALUES(first_response_minutes), updated_at = VALUES(updated_at)`, tenantID, minutes, now)
+	return err
+}
+
+// lockCounters locks the round-robin positions of the rules (ids sorted:
+// one lock order for every transaction) and reads them. A rule replaced
+// meanwhile is absent.
+func lockCounters(ctx context.Context, x db.Ext, tenantID string, ruleIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(ruleIDs))
+	if len(ruleIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		RuleID  string `db:"rule_id"`
+		NextPos int64  `db:"next_pos"`
+	}
+	q, args, err := sqlx.In(`SELECT rule_id, next_pos FROM assignment_counters WHERE tenant_id = ? AND rule_id IN (?) ORDER BY rule_id FOR UPDATE`, tenantID, ruleIDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.RuleID] = r.NextPos
+	}
+	return out, nil
+}
+
+// saveCounters writes the positions back in one statement.
+func saveCounters(ctx context.Context, x db.Ext, tenantID string, pos map[string]int64) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	var args, idArgs []any
+	for _, id := range slices.Sorted(maps.Keys(pos)) {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, id, pos[id])
+		idArgs = append(idArgs, id)
+	}
+	args = append(append(args, tenantID), idArgs...)
+	_, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = CASE rule_id`+b.String()+` END
+		WHERE tenant_id = ? AND rule_id IN (?`+strings.Repeat(", ?", len(idArgs)-1)+`)`, args...)
+	return err
+}
+
+// markResponded starts a lead's first response (a person's note), once.
+func markResponded(ctx context.Context, x db.Ext, tenantID, leadID string, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE leads SET first_responded_at = ? WHERE tenant_id = ? AND id = ? AND first_responded_at IS NULL`,
+		now, tenantID, leadID)
 	return err
 }

@@ -227,7 +227,8 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 // leadFilter reads the filters of GET /api/v1/leads (and of its CSV
 // export) from the query string.
 func leadFilter(q url.Values) (leads.Filter, error) {
-	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor")}
+	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor"),
+		SLA: q.Get("sla")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

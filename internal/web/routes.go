@@ -102,6 +102,8 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/audit", s.apiListAudit)
 		admin.Get("/settings/retention", s.apiGetRetention)
 		admin.Put("/settings/retention", s.apiPutRetention)
+		admin.Get("/assignment", s.apiGetAssignment)
+		admin.Put("/assignment", s.apiPutAssignment)
 	})
 	s.uiRoutes(r)
 

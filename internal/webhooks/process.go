@@ -83,6 +83,7 @@ type Result struct {
 	New     bool
 	Outcome string // leads.OutcomeCreated, …
 	Lead    kinds.Lead
+	OwnerID string // a new lead an assignment rule gave an owner
 }
 
 // Apply is THE path from a sender's record to a lead, shared by webhook
@@ -105,7 +106,7 @@ func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, 
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{LeadID: out[0].LeadID, New: out[0].Kind == leads.OutcomeCreated, Outcome: out[0].Kind, Lead: l}, nil
+	return Result{LeadID: out[0].LeadID, New: out[0].Kind == leads.OutcomeCreated, Outcome: out[0].Kind, Lead: l, OwnerID: out[0].OwnerID}, nil
 }
 
 func senderRecord(l kinds.Lead, sightings int, key string) leads.SenderRecord {

@@ -1,0 +1,379 @@
+package leads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
+	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
+)
+
+// Assignment strategies (PRODUCT.md §5a).
+const (
+	StrategyRoundRobin = "round_robin"
+	StrategyOwner      = "owner"
+)
+
+// EventAssigned is the timeline entry of an assignment by a rule.
+const EventAssigned = "assigned"
+
+// DefaultFirstResponseMinutes is the first-response time of a tenant that
+// never set one.
+const DefaultFirstResponseMinutes = 60
+
+// maxRules bounds a tenant's rules: every new lead is tried against them.
+const maxRules = 50
+
+// RuleCondition is when a rule matches a new lead; empty matches every
+// lead. SourceID is a source id or SourceManual; Field is email, name,
+// phone, company or a top-level key of the sender's payload, compared
+// with Equals case-insensitively.
+type RuleCondition struct {
+	SourceID *string `json:"source_id,omitempty"`
+	Field    *string `json:"field,omitempty"`
+	Equals   *string `json:"equals,omitempty"`
+}
+
+// AssignmentRule is one rule: round robin among Members, or a fixed owner.
+type AssignmentRule struct {
+	Name     string        `json:"name"`
+	When     RuleCondition `json:"when"`
+	Strategy string        `json:"strategy"`
+	Members  []string      `json:"members,omitempty"`
+	OwnerID  *string       `json:"owner_id,omitempty"`
+}
+
+// Assignment is GET|PUT /api/v1/assignment: the tenant's rules, tried in
+// order, and the first-response time.
+type Assignment struct {
+	Rules                []AssignmentRule `json:"rules"`
+	FirstResponseMinutes int              `json:"first_response_minutes"`
+}
+
+// Assignment returns the tenant's rules and settings.
+func (s *Service) Assignment(ctx context.Context, tenantID string) (Assignment, error) {
+	rows, err := assignmentRules(ctx, s.DB, tenantID)
+	if err != nil {
+		return Assignment{}, err
+	}
+	minutes, err := firstResponseMinutes(ctx, s.DB, tenantID)
+	if err != nil {
+		return Assignment{}, err
+	}
+	out := Assignment{Rules: make([]AssignmentRule, 0, len(rows)), FirstResponseMinutes: minutes}
+	for _, r := range rows {
+		out.Rules = append(out.Rules, r.AssignmentRule)
+	}
+	return out, nil
+}
+
+// PutAssignment replaces the tenant's rules and settings in one
+// transaction with its audit entry (assignment.changed). Every member and
+// owner must be an active user of the tenant (422 naming the field).
+// Round-robin positions start again from the first member.
+func (s *Service) PutAssignment(ctx context.Context, tenantID string, in Assignment) (Assignment, error) {
+	if in.FirstResponseMinutes == 0 {
+		in.FirstResponseMinutes = DefaultFirstResponseMinutes
+	}
+	if in.Rules == nil {
+		in.Rules = []AssignmentRule{}
+	}
+	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := s.validateAssignment(ctx, tx, tenantID, &in); err != nil {
+			return err
+		}
+		now := s.now()
+		rows := make([]ruleRow, len(in.Rules))
+		for i, r := range in.Rules {
+			rows[i] = ruleRow{ID: ids.New(), Position: i, AssignmentRule: r}
+		}
+		if err := replaceAssignment(ctx, tx, tenantID, rows, in.FirstResponseMinutes, now); err != nil {
+			return err
+		}
+		names := make([]string, len(in.Rules))
+		for i, r := range in.Rules {
+			names[i] = r.Name
+		}
+		return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "assignment.changed", TargetType: "assignment",
+			Detail: map[string]any{"rules": names, "first_response_minutes": in.FirstResponseMinutes}})
+	})
+	if err != nil {
+		return Assignment{}, err
+	}
+	return in, nil
+}
+
+func (s *Service) validateAssignment(ctx context.Context, x db.Ext, tenantID string, in *Assignment) error {
+	bad := map[string]string{}
+	if in.FirstResponseMinutes < 1 || in.FirstResponseMinutes > 7*24*60 {
+		bad["first_response_minutes"] = "must be between 1 and 10080"
+	}
+	if len(in.Rules) > maxRules {
+		bad["rules"] = fmt.Sprintf("at most %d rules", maxRules)
+	}
+	var users []string
+	for i := range in.Rules {
+		r := &in.Rules[i]
+		p := fmt.Sprintf("rules[%d].", i)
+		r.Name = strings.TrimSpace(r.Name)
+		if r.Name == "" || len(r.Name) > 200 {
+			bad[p+"name"] = "is required (at most 200 characters)"
+		}
+		if v := r.When.SourceID; v != nil && *v != SourceManual && !ids.Valid(*v) {
+			bad[p+"when.source_id"] = "must be a source id or \"manual\""
+		}
+		if (r.When.Field == nil) != (r.When.Equals == nil) {
+			bad[p+"when"] = "field and equals go together"
+		}
+		if v := r.When.Field; v != nil && (strings.TrimSpace(*v) == "" || len(*v) > 100) {
+			bad[p+"when.field"] = "must be a field name (at most 100 characters)"
+		}
+		if v := r.When.Equals; v != nil && len(*v) > 500 {
+			bad[p+"when.equals"] = "is too long (at most 500 characters)"
+		}
+		switch r.Strategy {
+		case StrategyRoundRobin:
+			if len(r.Members) == 0 {
+				bad[p+"members"] = "round robin needs at least one member"
+			}
+			if r.OwnerID != nil {
+				bad[p+"owner_id"] = "only with strategy owner"
+			}
+			seen := map[string]bool{}
+			for _, m := range r.Members {
+				if seen[m] {
+					bad[p+"members"] = "lists a user twice"
+				}
+				seen[m] = true
+			}
+			users = append(users, r.Members...)
+		case StrategyOwner:
+			if r.OwnerID == nil {
+				bad[p+"owner_id"] = "is required with strategy owner"
+			} else {
+				users = append(users, *r.OwnerID)
+			}
+			if len(r.Members) > 0 {
+				bad[p+"members"] = "only with strategy round_robin"
+			}
+		default:
+			bad[p+"strategy"] = "must be round_robin or owner"
+		}
+	}
+	var valid []string
+	for _, u := range users {
+		if ids.Valid(u) {
+			valid = append(valid, u)
+		}
+	}
+	active, err := activeUsers(ctx, x, tenantID, valid)
+	if err != nil {
+		return err
+	}
+	for i, r := range in.Rules {
+		p := fmt.Sprintf("rules[%d].", i)
+		for _, m := range r.Members {
+			if u, ok := active[m]; !ok || u.disabled {
+				bad[p+"members"] = "must be active users of this tenant (" + Clip(m, 40) + " is not)"
+			}
+		}
+		if r.OwnerID != nil && r.Strategy == StrategyOwner {
+			if u, ok := active[*r.OwnerID]; !ok || u.disabled {
+				bad[p+"owner_id"] = "is not an active user of this tenant"
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return apperr.InvalidFields(bad)
+	}
+	return nil
+}
+
+// newLeadFacts is what a rule may look at in a new lead.
+type newLeadFacts struct {
+	SourceID                    string
+	Email, Name, Phone, Company string
+	Payload                     []byte
+	Tags                        []string
+}
+
+// assigned is a new lead's owner and the rule that chose it.
+type assigned struct {
+	OwnerID, OwnerName, RuleID, RuleName string
+	At, Due                              time.Time
+}
+
+// matches reports whether the rule's condition holds for the lead.
+func (r ruleRow) matches(l newLeadFacts) bool {
+	if v := r.When.SourceID; v != nil {
+		want := *v
+		if want == SourceManual {
+			want = ""
+		}
+		if l.SourceID != want {
+			return false
+		}
+	}
+	if r.When.Field != nil && r.When.Equals != nil {
+		var got string
+		switch strings.ToLower(*r.When.Field) {
+		case "email":
+			got = l.Email
+		case "name":
+			got = l.Name
+		case "phone":
+			got = l.Phone
+		case "company":
+			got = l.Company
+		default:
+			var m map[string]json.RawMessage
+			if json.Unmarshal(l.Payload, &m) != nil {
+				return false
+			}
+			raw, ok := m[*r.When.Field]
+			if !ok {
+				return false
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				s = string(raw) // a number or a boolean: its JSON text
+			}
+			got = s
+		}
+		if !strings.EqualFold(strings.TrimSpace(got), strings.TrimSpace(*r.When.Equals)) {
+			return false
+		}
+	}
+	return true
+}
+
+// assignNew chooses owners for new leads in the transaction that creates
+// them (ls in creation order; nil entries of the result are unassigned).
+// The tenant's rules are one indexed read (nothing more when it has none);
+// each round-robin rule the leads use has its position row locked once,
+// in rule id order (concurrent batches take them in one order), handed
+// out in order and written back once. Leads tagged test are never
+// assigned; a member or owner who is disabled is skipped (a rule with
+// nobody active left does not match).
+func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts, now time.Time) ([]*assigned, error) {
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	rules, err := assignmentRules(ctx, x, tenantID)
+	if err != nil || len(rules) == 0 {
+		return nil, err
+	}
+	// Which rules each lead matches, in order.
+	matching := make([][]int, len(ls))
+	used := map[int]bool{}
+	for i, l := range ls {
+		if slices.Contains(l.Tags, "test") {
+			continue
+		}
+		for ri, r := range rules {
+			if r.matches(l) {
+				matching[i] = append(matching[i], ri)
+				used[ri] = true
+			}
+		}
+	}
+	if len(used) == 0 {
+		return nil, nil
+	}
+	var userIDs, rrIDs []string
+	for ri := range used {
+		r := rules[ri]
+		if r.Strategy == StrategyRoundRobin {
+			userIDs = append(userIDs, r.Members...)
+			rrIDs = append(rrIDs, r.ID)
+		} else if r.OwnerID != nil {
+			userIDs = append(userIDs, *r.OwnerID)
+		}
+	}
+	users, err := activeUsers(ctx, x, tenantID, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(rrIDs)
+	pos, err := lockCounters(ctx, x, tenantID, rrIDs)
+	if err != nil {
+		return nil, err
+	}
+	start := make(map[string]int64, len(pos))
+	for id, p := range pos {
+		start[id] = p
+	}
+	minutes := -1
+	out := make([]*assigned, len(ls))
+	for i := range ls {
+		for _, ri := range matching[i] {
+			r := rules[ri]
+			owner := ""
+			switch r.Strategy {
+			case StrategyOwner:
+				if r.OwnerID != nil {
+					if u, ok := users[*r.OwnerID]; ok && !u.disabled {
+						owner = *r.OwnerID
+					}
+				}
+			case StrategyRoundRobin:
+				p, ok := pos[r.ID]
+				if !ok || len(r.Members) == 0 {
+					continue // the rule was replaced meanwhile
+				}
+				n := int64(len(r.Members))
+				for k := int64(0); k < n; k++ {
+					m := r.Members[(p+k)%n]
+					if u, ok := users[m]; ok && !u.disabled {
+						owner, pos[r.ID] = m, (p+k+1)%n
+						break
+					}
+				}
+			}
+			if owner == "" {
+				continue
+			}
+			if minutes < 0 {
+				if minutes, err = firstResponseMinutes(ctx, x, tenantID); err != nil {
+					return nil, err
+				}
+			}
+			out[i] = &assigned{OwnerID: owner, OwnerName: users[owner].name, RuleID: r.ID, RuleName: r.Name,
+				At: now, Due: now.Add(time.Duration(minutes) * time.Minute)}
+			break
+		}
+	}
+	changed := map[string]int64{}
+	for id, p := range pos {
+		if p != start[id] {
+			changed[id] = p
+		}
+	}
+	if err := saveCounters(ctx, x, tenantID, changed); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// assignedEvents writes the timeline entries of the assignments.
+func assignedEvents(ctx context.Context, x db.Ext, tenantID string, leadIDs []string, as []*assigned) error {
+	var evs []eventIn
+	for i, a := range as {
+		if a == nil {
+			continue
+		}
+		evs = append(evs, eventIn{LeadID: leadIDs[i], Kind: EventAssigned, ActorName: "rule " + a.RuleName, At: a.At,
+			Detail: map[string]any{"owner_id": a.OwnerID, "owner_name": a.OwnerName, "rule_id": a.RuleID, "rule_name": a.RuleName,
+				"message": "assigned to " + a.OwnerName + " by rule " + a.RuleName}})
+	}
+	return addEvents(ctx, x, tenantID, evs)
+}

@@ -1,0 +1,34 @@
+package web
+
+import (
+	"net/http"
+
+	"leadpipe/internal/leads"
+)
+
+// apiGetAssignment is GET /api/v1/assignment: the tenant's assignment
+// rules, in the order they are tried, and the first-response time.
+func (s *Server) apiGetAssignment(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Leads.Assignment(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a)
+}
+
+// apiPutAssignment is PUT /api/v1/assignment {"rules":[…],"first_response_minutes"}:
+// replaces the rules (PRODUCT.md §5a); 422 names the offending fields.
+func (s *Server) apiPutAssignment(w http.ResponseWriter, r *http.Request) {
+	var in leads.Assignment
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	a, err := s.Leads.PutAssignment(r.Context(), Tenant(r), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a)
+}
