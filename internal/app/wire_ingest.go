@@ -8,6 +8,7 @@ import (
 
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/rejections"
+	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -46,7 +47,7 @@ func (a *App) wireIngest(ctx context.Context) error {
 		Dispatch: dispatch, Stats: a.Stats, Rejections: a.wireRejections(), Log: a.Log, Now: a.Now}
 	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
-	a.Web.Hooks = a.Ingest
+	a.Web.Hooks = web.Hooks{In: a.Ingest, Log: a.Log}
 	a.Web.DeliveryOps = &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer}
 
 	a.Jobs.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)

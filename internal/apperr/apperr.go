@@ -16,6 +16,8 @@ const (
 	Invalid            Code = "invalid"               // 422
 	BadRequest         Code = "bad_request"           // 400
 	Unauthorized       Code = "unauthorized"          // 401
+	Forbidden          Code = "forbidden"             // 403
+	MethodNotAllowed   Code = "method_not_allowed"    // 405
 	PreconditionFailed Code = "precondition_failed"   // 412
 	PreconditionNeeded Code = "precondition_required" // 428
 	TooLarge           Code = "too_large"             // 413

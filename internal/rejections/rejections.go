@@ -65,9 +65,13 @@ type Request struct {
 	At          time.Time
 	Reason      string
 	SkewSeconds *int64
-	HTTP        *http.Request
-	Body        []byte   // what was read (for too_large, the first MaxBody bytes)
-	Secrets     []string // the source's live secrets: never stored, masked wherever they appear
+	// The request as the HTTP layer saw it: its headers (masked before
+	// they are kept), the peer's address and the declared length.
+	Header        http.Header
+	RemoteAddr    string
+	ContentLength int64
+	Body          []byte   // what was read (for too_large, the first MaxBody bytes)
+	Secrets       []string // the source's live secrets: never stored, masked wherever they appear
 }
 
 // Entry builds the stored form of a request: its peer address, its
@@ -76,12 +80,14 @@ func (q Request) Entry() Rejection {
 	e := Rejection{At: q.At.UTC(), Reason: q.Reason, SkewSeconds: q.SkewSeconds, Size: int64(len(q.Body))}
 	sum := sha256.Sum256(q.Body)
 	e.BodySHA256 = hex.EncodeToString(sum[:])
-	if q.HTTP != nil {
-		if q.HTTP.ContentLength > e.Size {
-			e.Size = q.HTTP.ContentLength
-		}
-		e.IP = peerIP(q.HTTP.RemoteAddr)
-		e.Headers = SafeHeaders(q.HTTP.Header, q.Secrets)
+	if q.ContentLength > e.Size {
+		e.Size = q.ContentLength
+	}
+	if q.RemoteAddr != "" {
+		e.IP = peerIP(q.RemoteAddr)
+	}
+	if q.Header != nil {
+		e.Headers = SafeHeaders(q.Header, q.Secrets)
 	}
 	if e.Headers == nil {
 		e.Headers = map[string]string{}

@@ -20,6 +20,7 @@ import (
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
+	"leadpipe/internal/webhooks"
 )
 
 var pathParam = regexp.MustCompile(`\{[^}]*\}`)
@@ -155,8 +156,8 @@ func TestOpenAPISchemasMatchResponses(t *testing.T) {
 	for schema, v := range map[string]any{
 		"StatsBucket":    monitor.Bucket{},
 		"ReconcileRun":   reconcile.RunView{},
-		"SourceDelivery": web.DeliveryItem{},
-		"PreviewItem":    web.PreviewItem{},
+		"SourceDelivery": webhooks.DeliveryItem{},
+		"PreviewItem":    webhooks.PreviewItem{},
 		"Token":          tenants.Token{},
 		"User":           web.APIUser{},
 		"AuditEntry":     audit.Entry{},

@@ -32,6 +32,10 @@ func StatusOf(code apperr.Code) int {
 		return http.StatusBadRequest
 	case apperr.Unauthorized:
 		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case apperr.PreconditionFailed:
 		return http.StatusPreconditionFailed
 	case apperr.PreconditionNeeded:

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/webhooks"
 )
 
 // uiDeadLetters resends (reprocesses under the source's current config)
@@ -73,7 +74,7 @@ func (s *Server) uiDeadLetters(w http.ResponseWriter, r *http.Request) {
 			case err != nil:
 				s.uiError(w, r, err)
 				return
-			case it.State == StateReceived:
+			case it.State == webhooks.StateReceived:
 				resent++
 			default:
 				dup++

@@ -13,6 +13,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 	srcviews "leadpipe/views/sources"
 )
@@ -140,7 +141,7 @@ func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	start := time.Now().Add(-time.Second) // processed_at is the worker's clock
-	n, err := s.DeliveryOps.ReprocessSource(r.Context(), sessionFrom(r.Context()).Tenant.ID, id, StateFailed)
+	n, err := s.DeliveryOps.ReprocessSource(r.Context(), sessionFrom(r.Context()).Tenant.ID, id, webhooks.StateFailed)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -157,7 +158,7 @@ func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
 // guideMapping points the mapping editor at the latest failing delivery:
 // its payload as a tree of clickable keys, and the natural key or delivery
 // id path that finds nothing in it marked on its field with the error.
-func (s *Server) guideMapping(m *srcviews.Mapping, d DeliveryItem) {
+func (s *Server) guideMapping(m *srcviews.Mapping, d webhooks.DeliveryItem) {
 	if len(m.Errors) > 0 || !json.Valid(d.Raw) {
 		return
 	}
@@ -263,7 +264,7 @@ func (s *Server) wouldMap(r *http.Request, tenantID, sourceID string) (srcviews.
 	}
 	w := srcviews.WouldMap{Known: true}
 	for _, it := range items {
-		if it.State == StateFailed {
+		if it.State == webhooks.StateFailed {
 			w.Of++
 			if it.Error == nil {
 				w.N++

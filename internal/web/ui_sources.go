@@ -16,6 +16,7 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 	srcviews "leadpipe/views/sources"
 )
@@ -247,12 +248,12 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 		}
 		v.Mapping = mapping
 	}
-	if v.FailedCount, err = s.DeliveryOps.CountDeliveries(ctx, sess.Tenant.ID, id, StateFailed); err != nil {
+	if v.FailedCount, err = s.DeliveryOps.CountDeliveries(ctx, sess.Tenant.ID, id, webhooks.StateFailed); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
 	if v.FailedCount > 0 {
-		page, err := s.DeliveryOps.ListDeliveries(ctx, sess.Tenant.ID, id, StateFailed, "", 20)
+		page, err := s.DeliveryOps.ListDeliveries(ctx, sess.Tenant.ID, id, webhooks.StateFailed, "", 20)
 		if err != nil {
 			s.uiError(w, r, err)
 			return

@@ -7,12 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
@@ -21,7 +22,6 @@ import (
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tracing"
-	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks/kinds"
 
 	"github.com/jmoiron/sqlx"
@@ -50,86 +50,108 @@ type Ingest struct {
 	Now        func() time.Time
 }
 
-// Response bodies.
-type itemResult struct {
+// Call is one request to /hooks/{tenant}/{source} as the HTTP layer read
+// it (internal/web/hooks.go answers it).
+type Call struct {
+	Tenant, Source string // the path's slugs
+	Header         http.Header
+	// Body is read here, up to MaxBody bytes: an unknown source costs no read.
+	Body io.Reader
+	// For the rejected-request inspector: the peer and the declared length.
+	RemoteAddr    string
+	ContentLength int64
+}
+
+// ItemResult is one record's answer in a batch (Meta's entries).
+type ItemResult struct {
 	DeliveryID string `json:"delivery_id"`
 	Status     string `json:"status"`
 }
 
-type ackBody struct {
+// Ack statuses: the batch or delivery was stored now, or before.
+const (
+	AckAccepted  = "accepted"
+	AckDuplicate = "duplicate"
+)
+
+// Ack is the answer to a stored webhook: one delivery id, or (Meta) one
+// item per record.
+type Ack struct {
 	Status     string       `json:"status"`
 	DeliveryID string       `json:"delivery_id,omitempty"`
-	Items      []itemResult `json:"items,omitempty"`
+	Items      []ItemResult `json:"items,omitempty"`
 }
+
+// Error messages a sender sees (the HTTP layer maps the codes).
+var (
+	errTooLarge   = apperr.New(apperr.TooLarge, "webhook body is larger than 1 MiB")
+	errUnreadable = apperr.New(apperr.BadRequest, "could not read the request body")
+	errHandshake  = apperr.New(apperr.Forbidden, "verification failed: hub.mode must be subscribe and hub.verify_token must match the source's verify token")
+	// ErrNoHandshake: only Meta sources answer GET; the others take POST.
+	ErrNoHandshake = apperr.New(apperr.MethodNotAllowed, "webhooks are delivered with POST")
+)
 
 func (in *Ingest) now() time.Time { return clock.Read(in.Now) }
 
-// ServeHTTP implements the endpoint.
-func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Receive verifies, stores and acknowledges one webhook: the answer is
+// returned only once every delivery in it is committed (or known to be).
+// Errors carry apperr codes: not_found (no such tenant or source),
+// unauthorized (signature or timestamp), too_large, invalid (a body kept as
+// a dead letter), internal.
+func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	start := time.Now()
 	kindName, result := "unknown", "error"
 	defer func() { in.Stats.ObserveIngest(kindName, result, time.Since(start)) }()
 
-	res, err := in.Sources.Resolve(r.Context(), chi.URLParam(r, "tenant"), chi.URLParam(r, "source"))
+	res, err := in.Sources.Resolve(ctx, c.Tenant, c.Source)
 	if err != nil {
 		result = "not_found"
-		web.WriteError(w, r, in.Log, err)
-		return
+		return Ack{}, err
 	}
 	src := res.Source
 	kindName = src.Kind
-	if r.Method == http.MethodGet && src.Kind == kinds.Meta {
-		result = "handshake"
-		in.handshake(w, r, src)
-		return
+	body, err := io.ReadAll(io.LimitReader(c.Body, MaxBody+1))
+	if len(body) > MaxBody {
+		result = "too_large"
+		in.recordRejection(c, res, kinds.ReasonTooLarge, nil, body[:MaxBody], in.now())
+		return Ack{}, errTooLarge
 	}
-	if r.Method != http.MethodPost {
-		result = "method"
-		w.Header().Set("Allow", "POST")
-		web.WriteProblem(w, r, http.StatusMethodNotAllowed, "webhooks are delivered with POST", nil)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var tl interface{ TooLarge() bool }
+		if errors.As(err, &tl) && tl.TooLarge() {
 			result = "too_large"
-			in.recordRejection(r, res, kinds.ReasonTooLarge, nil, body, in.now())
-			web.WriteProblem(w, r, http.StatusRequestEntityTooLarge, "webhook body is larger than 1 MiB", nil)
-			return
+			in.recordRejection(c, res, kinds.ReasonTooLarge, nil, body, in.now())
+			return Ack{}, errTooLarge
 		}
 		result = "read_error"
-		web.WriteProblem(w, r, http.StatusBadRequest, "could not read the request body", nil)
-		return
+		return Ack{}, errUnreadable
 	}
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
-		in.recordRejection(r, res, "", err, body, in.now())
-		web.WriteError(w, r, in.Log, err)
-		return
+		in.recordRejection(c, res, "", err, body, in.now())
+		return Ack{}, err
 	}
 	now := in.now()
-	traceRequest(r.Context(), res.TenantID, src)
-	_, vspan := tracing.Start(r.Context(), "webhook.verify")
-	err = k.Verify(r.Header, body, res.Secrets, now)
+	traceRequest(ctx, res.TenantID, src)
+	_, vspan := tracing.Start(ctx, "webhook.verify")
+	err = k.Verify(c.Header, body, res.Secrets, now)
 	endSpan(vspan, err)
 	if err != nil {
 		result = "rejected"
 		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
-		in.recordRejection(r, res, "", err, body, now)
-		web.WriteProblem(w, r, http.StatusUnauthorized, signatureDetail(err), nil)
-		return
+		in.recordRejection(c, res, "", err, body, now)
+		return Ack{}, apperr.Wrap(apperr.Unauthorized, err, "%s", signatureDetail(err))
 	}
 	// A duplicate this process has seen recently, recognised by a delivery
 	// id in a header: it needs nothing from the body (the original was
 	// checked and stored), so it is answered from memory or goes straight
 	// to its count (ingest_fast.go).
 	var records []kinds.Record
-	if id := kinds.HeaderDeliveryID(k, r.Header); id != "" {
-		orig, done := in.answerKnownDuplicate(w, r, res.TenantID, src.ID, id, now)
+	if id := kinds.HeaderDeliveryID(k, c.Header); id != "" {
+		orig, done := in.answerKnownDuplicate(ctx, res.TenantID, src.ID, id, now)
 		if done {
-			result = "duplicate"
-			return
+			result = AckDuplicate
+			return Ack{Status: AckDuplicate, DeliveryID: orig}, nil
 		}
 		if orig != "" {
 			records = []kinds.Record{{DeliveryID: id, Raw: body}}
@@ -141,28 +163,26 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the configured path) is stored and fails in processing, where it
 		// is listed, counted and can be reprocessed once the mapping is
 		// fixed.
-		records, err = k.Parse(r.Header, body)
+		records, err = k.Parse(c.Header, body)
 		if err == nil && len(records) == 1 && src.Kind != kinds.Meta {
-			if _, done := in.answerKnownDuplicate(w, r, res.TenantID, src.ID, records[0].DeliveryID, now); done {
-				result = "duplicate"
-				return
+			if orig, done := in.answerKnownDuplicate(ctx, res.TenantID, src.ID, records[0].DeliveryID, now); done {
+				result = AckDuplicate
+				return Ack{Status: AckDuplicate, DeliveryID: orig}, nil
 			}
 		}
 	}
 	if err != nil {
 		result = "dead_letter"
-		if dlErr := in.deadLetter(r.Context(), res.TenantID, src, r.Header, body, err, now); dlErr != nil {
-			web.WriteError(w, r, in.Log, dlErr)
-			return
+		if dlErr := in.deadLetter(ctx, res.TenantID, src, c.Header, body, err, now); dlErr != nil {
+			return Ack{}, dlErr
 		}
 		in.Stats.Add(res.TenantID, src.ID, monitor.DeadLetters, 1, now)
-		web.WriteProblem(w, r, http.StatusUnprocessableEntity, err.Error()+"; the request was kept as a dead letter", nil)
-		return
+		return Ack{}, apperr.Wrap(apperr.Invalid, err, "%s; the request was kept as a dead letter", err.Error())
 	}
 
-	items := make([]itemResult, 0, len(records))
+	items := make([]ItemResult, 0, len(records))
 	var fresh []string
-	cctx, cspan := tracing.Start(r.Context(), "webhook.claim")
+	cctx, cspan := tracing.Start(ctx, "webhook.claim")
 	defer cspan.End()
 	for _, rec := range records {
 		d := Delivery{TenantID: res.TenantID, SourceID: src.ID, ID: ids.New(), DeliveryID: rec.DeliveryID,
@@ -170,25 +190,24 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		isNew, orig, err := in.Claimer.Claim(cctx, d)
 		traceClaim(cspan, d, isNew, orig, err)
 		if err != nil {
-			web.WriteError(w, r, in.Log, db.MapErr(err, "", ""))
-			return
+			return Ack{}, db.MapErr(err, "", "")
 		}
 		in.Stats.Add(res.TenantID, src.ID, monitor.Deliveries, 1, now)
 		if isNew {
-			items = append(items, itemResult{DeliveryID: d.ID, Status: "accepted"})
+			items = append(items, ItemResult{DeliveryID: d.ID, Status: AckAccepted})
 			fresh = append(fresh, d.ID)
 			continue
 		}
 		in.Stats.Add(res.TenantID, src.ID, monitor.Duplicates, 1, now)
-		items = append(items, itemResult{DeliveryID: orig, Status: "duplicate"})
+		items = append(items, ItemResult{DeliveryID: orig, Status: AckDuplicate})
 	}
 	// Committed: now enqueue (a dispatcher does it beside the answer, off
 	// its path). A Redis outage must not fail the sender: the sweeper
 	// enqueues whatever is left unprocessed.
 	in.Dispatch.DispatchTraced(res.TenantID, fresh, tracing.Traceparent(cctx))
-	ack := ackBody{Status: "duplicate"}
+	ack := Ack{Status: AckDuplicate}
 	if len(fresh) > 0 {
-		ack.Status = "accepted"
+		ack.Status = AckAccepted
 	}
 	result = ack.Status
 	if src.Kind == kinds.Meta {
@@ -196,7 +215,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		ack.DeliveryID = items[0].DeliveryID
 	}
-	web.WriteJSON(w, http.StatusOK, ack)
+	return ack, nil
 }
 
 func signatureDetail(err error) string {
@@ -207,20 +226,33 @@ func signatureDetail(err error) string {
 	return msg
 }
 
-func (in *Ingest) handshake(w http.ResponseWriter, r *http.Request, src sources.Source) {
-	token, err := in.Sources.VerifyToken(src)
+// Handshake answers Meta's subscription check (GET with hub.mode,
+// hub.verify_token and hub.challenge): the challenge to echo, or
+// forbidden. Other kinds answer GET with ErrNoHandshake.
+func (in *Ingest) Handshake(ctx context.Context, tenant, source string, query url.Values) (string, error) {
+	start := time.Now()
+	kindName, result := "unknown", "error"
+	defer func() { in.Stats.ObserveIngest(kindName, result, time.Since(start)) }()
+	res, err := in.Sources.Resolve(ctx, tenant, source)
 	if err != nil {
-		web.WriteError(w, r, in.Log, err)
-		return
+		result = "not_found"
+		return "", err
 	}
-	challenge, ok := kinds.MetaVerifyHandshake(r.URL.Query(), token)
+	kindName = res.Source.Kind
+	if res.Source.Kind != kinds.Meta {
+		result = "method"
+		return "", ErrNoHandshake
+	}
+	result = "handshake"
+	token, err := in.Sources.VerifyToken(res.Source)
+	if err != nil {
+		return "", err
+	}
+	challenge, ok := kinds.MetaVerifyHandshake(query, token)
 	if !ok {
-		web.WriteProblem(w, r, http.StatusForbidden, "verification failed: hub.mode must be subscribe and hub.verify_token must match the source's verify token", nil)
-		return
+		return "", errHandshake
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = io.WriteString(w, challenge)
+	return challenge, nil
 }
 
 func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.Source, h http.Header, body []byte, cause error, now time.Time) error {

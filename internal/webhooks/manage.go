@@ -17,7 +17,6 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -33,9 +32,7 @@ type Admin struct {
 	Claimer *Claimer
 }
 
-var _ web.DeliveryAdmin = (*Admin)(nil)
-
-var validStates = map[string]bool{web.StateReceived: true, web.StateProcessed: true, web.StateFailed: true, web.StateDeadLetter: true}
+var validStates = map[string]bool{StateReceived: true, StateProcessed: true, StateFailed: true, StateDeadLetter: true}
 
 // deliveryCursor is the opaque keyset position (received_at, id) of a page.
 func encodeCursor(at time.Time, id string) string {
@@ -73,24 +70,24 @@ type deliveryRow struct {
 
 // ListDeliveries pages a source's deliveries (or, for state dead_letter,
 // its dead letters) newest first with a keyset cursor.
-func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, cursor string, limit int) (web.DeliveryPage, error) {
+func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, cursor string, limit int) (DeliveryPage, error) {
 	if _, err := a.source(ctx, tenantID, sourceID); err != nil {
-		return web.DeliveryPage{}, err
+		return DeliveryPage{}, err
 	}
 	if state != "" && !validStates[state] {
-		return web.DeliveryPage{}, apperr.InvalidFields(map[string]string{"state": "must be one of received, processed, failed, dead_letter"})
+		return DeliveryPage{}, apperr.InvalidFields(map[string]string{"state": "must be one of received, processed, failed, dead_letter"})
 	}
 	var at time.Time
 	var afterID string
 	if cursor != "" {
 		var ok bool
 		if at, afterID, ok = decodeCursor(cursor); !ok {
-			return web.DeliveryPage{}, apperr.InvalidFields(map[string]string{"cursor": "is not a cursor this list returned"})
+			return DeliveryPage{}, apperr.InvalidFields(map[string]string{"cursor": "is not a cursor this list returned"})
 		}
 	}
 	var rows []deliveryRow
 	var err error
-	if state == web.StateDeadLetter {
+	if state == StateDeadLetter {
 		q := `SELECT id, '' AS delivery_id, 'dead_letter' AS state, received_at, NULL AS processed_at, 0 AS attempts, reason AS last_error,
 				NULL AS lead_id, body AS payload
 			FROM dead_letters WHERE tenant_id = ? AND source_id = ?`
@@ -117,9 +114,9 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 		err = a.DB.SelectContext(ctx, &rows, q, append(args, limit+1)...)
 	}
 	if err != nil {
-		return web.DeliveryPage{}, err
+		return DeliveryPage{}, err
 	}
-	var page web.DeliveryPage
+	var page DeliveryPage
 	if len(rows) > limit {
 		rows = rows[:limit]
 		last := rows[len(rows)-1]
@@ -131,16 +128,16 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 		ids = append(ids, r.ID)
 	}
 	dups := map[string]int{}
-	if state != web.StateDeadLetter {
+	if state != StateDeadLetter {
 		if dups, err = duplicateCounts(ctx, a.DB, tenantID, ids); err != nil {
-			return web.DeliveryPage{}, err
+			return DeliveryPage{}, err
 		}
 	}
 	for _, r := range rows {
-		page.Items = append(page.Items, web.DeliveryItem{ID: r.ID, State: r.State, ReceivedAt: r.ReceivedAt.UTC(),
+		page.Items = append(page.Items, DeliveryItem{ID: r.ID, State: r.State, ReceivedAt: r.ReceivedAt.UTC(),
 			ProcessedAt: utcPtr(r.ProcessedAt), Attempts: r.Attempts, LastError: r.LastError, LeadID: r.LeadID,
 			Duplicates: dups[r.ID], Raw: r.Payload, SenderID: r.DeliveryID,
-			PayloadRemoved: r.State != web.StateDeadLetter && len(r.Payload) == 0})
+			PayloadRemoved: r.State != StateDeadLetter && len(r.Payload) == 0})
 	}
 	return page, nil
 }
@@ -184,7 +181,7 @@ func (a *Admin) CountDeliveries(ctx context.Context, tenantID, sourceID, state s
 	}
 	var n int
 	var err error
-	if state == web.StateDeadLetter {
+	if state == StateDeadLetter {
 		err = a.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM dead_letters WHERE tenant_id = ? AND source_id = ?`, tenantID, sourceID)
 	} else {
 		err = a.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = ? AND source_id = ?`, tenantID, state, sourceID)
@@ -196,9 +193,9 @@ func (a *Admin) CountDeliveries(ctx context.Context, tenantID, sourceID, state s
 // and is queued; a received one is (re)queued; a processed one is left
 // alone (its state is returned). A dead letter's id re-parses it under the
 // source's current config (see reprocessDeadLetter).
-func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (web.DeliveryItem, error) {
+func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (DeliveryItem, error) {
 	if !ids.Valid(id) {
-		return web.DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
+		return DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
 	}
 	var d deliveryRow
 	err := a.DB.GetContext(ctx, &d, `SELECT id, state, received_at FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id)
@@ -206,24 +203,24 @@ func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (web.Deliver
 		return a.reprocessDeadLetter(ctx, tenantID, id)
 	}
 	if err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	if err := a.payloadKept(ctx, tenantID, id); err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	switch d.State {
-	case web.StateFailed:
+	case StateFailed:
 		if _, err := a.reset(ctx, tenantID, []string{id}); err != nil {
-			return web.DeliveryItem{}, err
+			return DeliveryItem{}, err
 		}
 		fallthrough
-	case web.StateReceived:
+	case StateReceived:
 		if err := a.Processor.Requeue(ctx, tenantID, id); err != nil {
-			return web.DeliveryItem{}, err
+			return DeliveryItem{}, err
 		}
-		return web.DeliveryItem{ID: id, State: web.StateReceived}, nil
+		return DeliveryItem{ID: id, State: StateReceived}, nil
 	}
-	return web.DeliveryItem{ID: id, State: d.State}, nil
+	return DeliveryItem{ID: id, State: d.State}, nil
 }
 
 // reset moves failed deliveries back to received; it returns the ids it
@@ -261,8 +258,8 @@ func (a *Admin) ReprocessSource(ctx context.Context, tenantID, sourceID, state s
 		return 0, err
 	}
 	switch state {
-	case web.StateFailed:
-	case web.StateDeadLetter:
+	case StateFailed:
+	case StateDeadLetter:
 		return a.reprocessDeadLetters(ctx, tenantID, src)
 	default:
 		return 0, apperr.InvalidFields(map[string]string{"state": `must be "failed" or "dead_letter"`})
@@ -321,27 +318,27 @@ func (r deadLetterRow) header() http.Header {
 	return h
 }
 
-func (a *Admin) reprocessDeadLetter(ctx context.Context, tenantID, id string) (web.DeliveryItem, error) {
+func (a *Admin) reprocessDeadLetter(ctx context.Context, tenantID, id string) (DeliveryItem, error) {
 	var dl deadLetterRow
 	err := a.DB.GetContext(ctx, &dl, `SELECT id, reason, IFNULL(headers, '{}') AS headers, body, received_at FROM dead_letters
 		WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return web.DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
+		return DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
 	}
 	if err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	var sourceID string
 	if err := a.DB.GetContext(ctx, &sourceID, `SELECT source_id FROM dead_letters WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	src, err := a.source(ctx, tenantID, sourceID)
 	if err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	items, err := a.claimDeadLetter(ctx, tenantID, src, dl)
 	if err != nil {
-		return web.DeliveryItem{}, err
+		return DeliveryItem{}, err
 	}
 	return items[0], nil
 }
@@ -372,7 +369,7 @@ func (a *Admin) reprocessDeadLetters(ctx context.Context, tenantID string, src s
 				return n, err
 			}
 			for _, it := range items {
-				if it.State == web.StateReceived {
+				if it.State == StateReceived {
 					n++
 				}
 			}
@@ -386,7 +383,7 @@ func (a *Admin) reprocessDeadLetters(ctx context.Context, tenantID string, src s
 // when it parses, each record's delivery id is claimed like a fresh
 // delivery (new → queued; already accepted meanwhile → a duplicate of the
 // original) and the dead letter is removed. Still unusable → Invalid.
-func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src sources.Source, dl deadLetterRow) ([]web.DeliveryItem, error) {
+func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src sources.Source, dl deadLetterRow) ([]DeliveryItem, error) {
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Invalid, err, "the source's config does not work: %s", err.Error())
@@ -396,10 +393,10 @@ func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src source
 		return nil, apperr.Wrap(apperr.Invalid, err, "the dead letter still cannot be used: %s", err.Error())
 	}
 	now := a.Processor.now()
-	var out []web.DeliveryItem
+	var out []DeliveryItem
 	for _, rec := range recs {
 		d := Delivery{TenantID: tenantID, SourceID: src.ID, ID: ids.New(), DeliveryID: rec.DeliveryID, Origin: "webhook",
-			Payload: rec.Raw, ReceivedAt: now, State: web.StateReceived}
+			Payload: rec.Raw, ReceivedAt: now, State: StateReceived}
 		isNew, original, err := a.Claimer.Claim(ctx, d)
 		if err != nil {
 			return nil, err
@@ -409,13 +406,13 @@ func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src source
 			if err := a.DB.GetContext(ctx, &st, `SELECT state FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, original); err != nil {
 				return nil, err
 			}
-			out = append(out, web.DeliveryItem{ID: original, State: st})
+			out = append(out, DeliveryItem{ID: original, State: st})
 			continue
 		}
 		if err := a.Processor.Requeue(ctx, tenantID, d.ID); err != nil {
 			a.Processor.Log.WarnContext(ctx, "reprocess enqueue failed; the sweeper will retry", "delivery", d.ID, "err", err)
 		}
-		out = append(out, web.DeliveryItem{ID: d.ID, State: web.StateReceived})
+		out = append(out, DeliveryItem{ID: d.ID, State: StateReceived})
 	}
 	if _, err := a.DB.ExecContext(ctx, `DELETE FROM dead_letters WHERE tenant_id = ? AND id = ?`, tenantID, dl.ID); err != nil {
 		return out, err
@@ -426,7 +423,7 @@ func (a *Admin) claimDeadLetter(ctx context.Context, tenantID string, src source
 // Preview maps the source's last limit stored deliveries and dead letters
 // under a proposed config, changing nothing. An invalid config is a 422
 // naming its fields.
-func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config json.RawMessage, limit int) ([]web.PreviewItem, error) {
+func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config json.RawMessage, limit int) ([]PreviewItem, error) {
 	src, err := a.source(ctx, tenantID, sourceID)
 	if err != nil {
 		return nil, err
@@ -454,7 +451,7 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 	type entry struct {
 		at   time.Time
 		id   string
-		item web.PreviewItem
+		item PreviewItem
 	}
 	var all []entry
 	for _, d := range ds {
@@ -463,10 +460,10 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 		all = append(all, entry{d.ReceivedAt, d.ID, it})
 	}
 	for _, dl := range dls {
-		it := web.PreviewItem{DeliveryID: dl.ID, State: web.StateDeadLetter}
+		it := PreviewItem{DeliveryID: dl.ID, State: StateDeadLetter}
 		recs, err := k.Parse(dl.header(), dl.Body)
 		if err == nil && len(recs) > 0 {
-			it = previewRecord(k, dl.ID, web.StateDeadLetter, recs[0].Raw)
+			it = previewRecord(k, dl.ID, StateDeadLetter, recs[0].Raw)
 		} else if err != nil {
 			msg := err.Error()
 			it.Error = &msg
@@ -482,15 +479,15 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 	if len(all) > limit {
 		all = all[:limit]
 	}
-	out := make([]web.PreviewItem, len(all))
+	out := make([]PreviewItem, len(all))
 	for i, e := range all {
 		out[i] = e.item
 	}
 	return out, nil
 }
 
-func previewRecord(k kinds.Kind, id, state string, raw []byte) web.PreviewItem {
-	it := web.PreviewItem{DeliveryID: id, State: state}
+func previewRecord(k kinds.Kind, id, state string, raw []byte) PreviewItem {
+	it := PreviewItem{DeliveryID: id, State: state}
 	if len(raw) == 0 {
 		msg := PayloadRemoved
 		it.Error = &msg

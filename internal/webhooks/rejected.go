@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"net/http"
 	"time"
 
 	"leadpipe/internal/rejections"
@@ -19,7 +18,7 @@ type RejectionSink interface {
 // recordRejection offers a request the endpoint refused with 401, 413 or
 // an unusable source kind. err names the reason (kinds.RejectReason); a
 // nil err with reason set is used for too_large.
-func (in *Ingest) recordRejection(r *http.Request, res sources.Resolved, reason string, err error, body []byte, now time.Time) {
+func (in *Ingest) recordRejection(c Call, res sources.Resolved, reason string, err error, body []byte, now time.Time) {
 	if in.Rejections == nil {
 		return
 	}
@@ -28,5 +27,5 @@ func (in *Ingest) recordRejection(r *http.Request, res sources.Resolved, reason 
 		reason, skew = kinds.RejectReason(err)
 	}
 	in.Rejections.Offer(res.TenantID, res.Source.ID, rejections.Request{At: now, Reason: reason, SkewSeconds: skew,
-		HTTP: r, Body: body, Secrets: res.Secrets})
+		Header: c.Header, RemoteAddr: c.RemoteAddr, ContentLength: c.ContentLength, Body: body, Secrets: res.Secrets})
 }

@@ -1,0 +1,105 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/webhooks"
+)
+
+// Receiver is the webhook ingest path (webhooks.Ingest): Receive stores
+// and acknowledges a POST, Handshake answers Meta's GET check.
+type Receiver interface {
+	Receive(ctx context.Context, c webhooks.Call) (webhooks.Ack, error)
+	Handshake(ctx context.Context, tenant, source string, query url.Values) (string, error)
+}
+
+// Hooks is POST (and Meta's GET handshake) /hooks/{tenant}/{source}: the
+// HTTP side of the ingest path (docs/ARCHITECTURE.md, "One webhook").
+type Hooks struct {
+	In  Receiver
+	Log *slog.Logger
+}
+
+func (h Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tenant, source := chi.URLParam(r, "tenant"), chi.URLParam(r, "source")
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet:
+		challenge, err := h.In.Handshake(r.Context(), tenant, source, r.URL.Query())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = io.WriteString(w, challenge)
+		return
+	default:
+		h.fail(w, r, webhooks.ErrNoHandshake)
+		return
+	}
+	// The limit makes the server stop reading (and close the connection)
+	// past the largest body; Receive reports it as too_large.
+	body := http.MaxBytesReader(w, r.Body, webhooks.MaxBody)
+	ack, err := h.In.Receive(r.Context(), webhooks.Call{Tenant: tenant, Source: source, Header: r.Header,
+		Body: tooLargeReader{body}, RemoteAddr: r.RemoteAddr, ContentLength: r.ContentLength})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeAck(w, ack)
+}
+
+func (h Hooks) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if apperr.CodeOf(err) == apperr.MethodNotAllowed {
+		w.Header().Set("Allow", "POST")
+	}
+	WriteError(w, r, h.Log, err)
+}
+
+// tooLargeReader marks the reader's limit error so the domain can tell it
+// from a broken connection without knowing net/http.
+type tooLargeReader struct{ r io.Reader }
+
+func (t tooLargeReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = errBodyTooLarge{err}
+	}
+	return n, err
+}
+
+type errBodyTooLarge struct{ error }
+
+func (errBodyTooLarge) TooLarge() bool { return true }
+
+// writeAck writes the acknowledgement. A single delivery's answer (the
+// storm's common case) is written without reflection: its status is one
+// of two words and our row ids are ULIDs, nothing to escape.
+func writeAck(w http.ResponseWriter, ack webhooks.Ack) {
+	if ack.Items != nil {
+		WriteJSON(w, http.StatusOK, ack)
+		return
+	}
+	var buf [96]byte
+	b := append(buf[:0], `{"status":"`...)
+	b = append(b, ack.Status...)
+	b = append(b, `","delivery_id":"`...)
+	b = append(b, ack.DeliveryID...)
+	b = append(b, "\"}\n"...)
+	hd := w.Header()
+	hd["Content-Type"] = []string{"application/json"} // canonical keys: no canonicalising
+	hd["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
