@@ -15,6 +15,7 @@ var tableOwners = map[string]string{
 	"sources": "internal/sources", "source_secrets": "internal/sources",
 	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks",
 	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads", "lead_tombstones": "internal/leads",
+	"lead_merges":      "internal/leads",
 	"assignment_rules": "internal/leads", "assignment_counters": "internal/leads", "assignment_settings": "internal/leads",
 	"reconcile_runs":   "internal/reconcile",
 	"idempotency_keys": "internal/idempotency",
@@ -41,7 +42,6 @@ var crossAreaSQL = map[string]string{
 	"internal/reconcile.pendingRefs → deliveries":                    "loss accounting: which records a webhook brought (settle delay); to become webhooks.PendingRefs",
 	"internal/reconcile.reconcilableSources → sources":               "the reconcile tick lists sources with pull settings: to ask sources",
 	"internal/sources.Service.resolve → tenants":                     "the /hooks slug lookup joins tenants in one round trip: to ask tenants for the id",
-	"internal/webhooks.SyncSightings → leads":                        "duplicates' sightings added to times_seen: to become leads.AddSightings",
 	"internal/webhooks/deliveries.Store.DuplicatesForLead → sources": "a lead's timeline shows the source's name: to ask sources",
 	"internal/webhooks/deliveries.Store.ForLead → sources":           "a lead's deliveries show the source's name: to ask sources",
 }

@@ -48,7 +48,15 @@ type Lead struct {
 	AssignedAt         *time.Time `db:"assigned_at" json:"assigned_at"`
 	FirstResponseDueAt *time.Time `db:"first_response_due_at" json:"first_response_due_at"`
 	FirstRespondedAt   *time.Time `db:"first_responded_at" json:"first_responded_at"`
+	// MergedInto is the survivor a merged lead was merged into (PRODUCT.md
+	// §5b); a merged lead has status StatusMerged and is in no list.
+	MergedInto *string `db:"merged_into" json:"merged_into,omitempty"`
 }
+
+// StatusMerged is the status of a merged lead: no person sets it, and no
+// list's status range holds it (merge.go keeps the lead's own status in
+// its merge record for an unmerge).
+const StatusMerged = "merged"
 
 // SenderRecord is what a sender (webhook or reconcile) says about a lead:
 // only sender-owned fields.

@@ -43,6 +43,10 @@ type Filter struct {
 	Limit  int    // 1..200, default 50 (larger values are capped)
 	Cursor string // next_cursor of the previous page
 
+	// Duplicates narrows to leads with a possible duplicate: another lead
+	// of the tenant with the same normalized email or phone (PRODUCT.md §5b).
+	Duplicates bool
+
 	slaNow time.Time // "now" of SLA (the service's clock)
 }
 

@@ -114,6 +114,9 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 	types := map[string]string{}
 	assignedLeads := map[string]bool{}
 	for _, o := range outcomes {
+		if o.SurvivorID != "" {
+			o.LeadID = o.SurvivorID // the lead people see (pointer resolution, survivor.go)
+		}
 		switch {
 		case o.Kind == OutcomeCreated:
 			types[o.LeadID] = OutboundCreated
@@ -301,6 +304,9 @@ func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string,
 // emits lead.status_changed through em.
 func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, cur Lead, actor tenants.Principal, anyVersion bool, in PatchInput, em *emitter) (Lead, bool, error) {
 	id := cur.ID
+	if cur.MergedInto != nil {
+		return Lead{}, false, apperr.New(apperr.Conflict, "this lead is merged into %s: edit that lead, or unmerge this one first", *cur.MergedInto)
+	}
 	next := cur
 	var ownerName string
 	var err error
@@ -477,7 +483,13 @@ func (s *Service) Notes(ctx context.Context, tenantID, leadID string) ([]Note, e
 	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
 		return nil, err
 	}
-	return notesOf(ctx, s.DB, tenantID, leadID, 1000)
+	// A survivor's notes include those of the leads merged into it
+	// (merge.go); each note keeps its own lead_id.
+	group, err := groupOf(ctx, s.DB, tenantID, leadID)
+	if err != nil {
+		return nil, err
+	}
+	return notesOf(ctx, s.DB, tenantID, group, 1000)
 }
 
 // Counts returns the number of leads per status (every status present,

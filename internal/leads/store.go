@@ -28,7 +28,7 @@ import (
 // LeadCols is the column list every lead SELECT uses.
 const LeadCols = `tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 	source_created_at, last_seen_at, times_seen, status, owner_id, tags, next_step, due_at, version, created_at, updated_at,
-	assigned_at, first_response_due_at, first_responded_at`
+	assigned_at, first_response_due_at, first_responded_at, merged_into`
 
 // leadColsL is LeadCols qualified with the alias l.
 var leadColsL = func() string {
@@ -70,6 +70,12 @@ type BatchRecord struct {
 type UpsertOutcome struct {
 	LeadID, SourceID, SourceRef string
 	Kind                        string // OutcomeCreated, …
+	// SurvivorID is set when the natural key's lead (LeadID) was merged
+	// into another (merge.go): the record also updated that survivor, the
+	// lead people see, and Kind says what it did to the survivor. LeadID
+	// stays the key's own lead, so its deliveries stay its own and an
+	// unmerge gives them back.
+	SurvivorID string
 	// A created lead an assignment rule gave an owner: the owner and the
 	// rule's name.
 	OwnerID, Rule string
@@ -99,6 +105,9 @@ type senderState struct {
 	Company   string     `db:"company"`
 	CreatedAt *time.Time `db:"source_created_at"`
 	Payload   []byte     `db:"payload"`
+	// The survivor this lead was merged into (merge.go): a record with the
+	// lead's natural key updates the survivor too.
+	MergedInto *string `db:"merged_into"`
 }
 
 // apply merges r into the state as the upsert statement does; it reports
@@ -200,7 +209,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		refs := bySource[src]
 		var rows []senderState
 		if err := x.SelectContext(ctx, &rows, `SELECT id, source_ref, order_key, email, name, phone, company, source_created_at,
-				IFNULL(payload, '{}') AS payload
+				IFNULL(payload, '{}') AS payload, merged_into
 			FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?`+strings.Repeat(", ?", len(refs)-1)+`)
 			ORDER BY source_ref FOR UPDATE`, append([]any{tenantID, src}, refs...)...); err != nil {
 			return nil, err
@@ -225,6 +234,12 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	if err != nil {
 		return nil, err
 	}
+	// Records whose lead was merged update its survivor as well, locked
+	// here, after the natural keys (lock order: see lockSurvivors).
+	survivors, err := lockSurvivors(ctx, x, tenantID, slices.Collect(maps.Values(state)))
+	if err != nil {
+		return nil, err
+	}
 	// Decide each record's outcome, as the statements will apply them.
 	type newRow struct {
 		i     int
@@ -241,9 +256,10 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		if len(payload) == 0 {
 			payload = []byte(`{}`)
 		}
-		row := []any{tenantID, "", recs[i].SourceID, r.SourceRef, string(payload), Clip(r.Email, 320), Clip(r.Name, 255),
-			Clip(r.Phone, 64), Clip(r.Company, 255), r.CreatedAt, now, r.Sightings, Tags(r.Tags), now, now, r.OrderKey}
 		r.Email, r.Name, r.Phone, r.Company = Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64), Clip(r.Company, 255)
+		row := []any{tenantID, "", recs[i].SourceID, r.SourceRef, string(payload), r.Email, r.Name,
+			r.Phone, r.Company, r.CreatedAt, now, r.Sightings, Tags(r.Tags), now, now, r.OrderKey,
+			Clip(NormalizeEmail(r.Email), 320), NormalizePhone(r.Phone)}
 		st := state[k]
 		switch {
 		case st == nil && len(erased) > 0 && erased[string(TombstoneKey(k.source, k.ref))]:
@@ -265,13 +281,19 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		default:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
 		}
+		if st.MergedInto != nil {
+			if sv := survivors[*st.MergedInto]; sv != nil {
+				out[i].SurvivorID, out[i].Kind = sv.st.ID, sv.take(r, payload, now)
+			}
+		}
 		row[1] = st.ID
 		upArgs = append(upArgs, row...)
 		upRows++
 	}
 	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key) VALUES `
-	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?)`
+			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
+			email_norm, phone_norm) VALUES `
+	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?)`
 	if len(created) > 0 {
 		// New leads find their owner in this transaction (assign.go), in
 		// the order the records came.
@@ -285,7 +307,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		if err != nil {
 			return nil, err
 		}
-		newArgs := make([]any, 0, len(created)*19)
+		newArgs := make([]any, 0, len(created)*21)
 		for j, c := range created {
 			var owner, at, due any
 			if j < len(as) && as[j] != nil {
@@ -296,8 +318,8 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		}
 		const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-			owner_id, assigned_at, first_response_due_at) VALUES `
-		const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?)`
+			email_norm, phone_norm, owner_id, assigned_at, first_response_due_at) VALUES `
+		const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`
 		if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(created)-1), newArgs...); err != nil {
 			if db.IsDuplicate(err) {
 				return nil, ErrConcurrentCreate
@@ -321,6 +343,8 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				name = IF(`+newer+` AND VALUES(name) <> '', VALUES(name), name),
 				phone = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone), phone),
 				company = IF(`+newer+` AND VALUES(company) <> '', VALUES(company), company),
+				email_norm = IF(`+newer+` AND VALUES(email) <> '', VALUES(email_norm), email_norm),
+				phone_norm = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone_norm), phone_norm),
 				source_created_at = IF(`+newer+`, COALESCE(VALUES(source_created_at), source_created_at), source_created_at),
 				updated_at = IF(`+newer+`, VALUES(updated_at), updated_at),
 				last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
@@ -328,6 +352,9 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				order_key = GREATEST(order_key, VALUES(order_key))`, upArgs...); err != nil {
 			return nil, err
 		}
+	}
+	if err := writeSurvivors(ctx, x, tenantID, survivors); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -339,10 +366,11 @@ var ErrConcurrentCreate = fmt.Errorf("leads: a lead of the batch was created con
 // insertManual stores a lead a person created (no source).
 func insertManual(ctx context.Context, x db.Ext, l Lead) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
-			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, owner_id, assigned_at, first_response_due_at)
-		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?)`,
+			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, owner_id, assigned_at, first_response_due_at,
+			email_norm, phone_norm)
+		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?)`,
 		l.TenantID, l.ID, l.SourceRef, string(l.Payload), l.Email, l.Name, l.Phone, l.Company, l.LastSeenAt, l.Tags, l.CreatedAt, l.UpdatedAt,
-		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt)
+		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt, Clip(NormalizeEmail(l.Email), 320), NormalizePhone(l.Phone))
 	return db.MapErr(err, "", "lead already exists")
 }
 
@@ -542,6 +570,18 @@ func (f Filter) where(tenantID string) (string, []any) {
 		for _, st := range f.AnyStatus {
 			args = append(args, st)
 		}
+	} else {
+		// A merged lead leaves the lists (PRODUCT.md §5b); a status range
+		// never holds one, a walk of every status tests the row.
+		b.WriteString(" AND status <> '" + StatusMerged + "'")
+	}
+	if f.Duplicates {
+		// Possible duplicates: another visible lead with the same normalized
+		// email or phone, one probe of ix_leads_email_norm / ix_leads_phone_norm.
+		b.WriteString(` AND ((leads.email_norm <> '' AND EXISTS (SELECT 1 FROM leads d WHERE d.tenant_id = leads.tenant_id
+				AND d.email_norm = leads.email_norm AND d.id <> leads.id AND d.status <> '` + StatusMerged + `'))
+			OR (leads.phone_norm <> '' AND EXISTS (SELECT 1 FROM leads d WHERE d.tenant_id = leads.tenant_id
+				AND d.phone_norm = leads.phone_norm AND d.id <> leads.id AND d.status <> '` + StatusMerged + `')))`)
 	}
 	if f.DueBefore != nil {
 		b.WriteString(" AND due_at < ?")
@@ -972,11 +1012,16 @@ func insertNote(ctx context.Context, x db.Ext, tenantID string, n Note) error {
 	return err
 }
 
-// notesOf lists a lead's newest notes.
-func notesOf(ctx context.Context, x db.Ext, tenantID, leadID string, limit int) ([]Note, error) {
+// notesOf lists the newest notes of leads (a lead and those merged into
+// it).
+func notesOf(ctx context.Context, x db.Ext, tenantID string, leadIDs []string, limit int) ([]Note, error) {
 	notes := []Note{}
-	err := x.SelectContext(ctx, &notes, `SELECT id, lead_id, author_id, author_name, body, created_at
-		FROM lead_notes WHERE tenant_id = ? AND lead_id = ? ORDER BY id DESC LIMIT ?`, tenantID, leadID, limit)
+	q, args, err := sqlx.In(`SELECT id, lead_id, author_id, author_name, body, created_at
+		FROM lead_notes WHERE tenant_id = ? AND lead_id IN (?) ORDER BY id DESC LIMIT ?`, tenantID, leadIDs, limit)
+	if err != nil {
+		return nil, err
+	}
+	err = x.SelectContext(ctx, &notes, q, args...)
 	return notes, err
 }
 
@@ -1210,4 +1255,172 @@ func markResponded(ctx context.Context, x db.Ext, tenantID, leadID string, now t
 	_, err := x.ExecContext(ctx, `UPDATE leads SET first_responded_at = ? WHERE tenant_id = ? AND id = ? AND first_responded_at IS NULL`,
 		now, tenantID, leadID)
 	return err
+}
+
+// ---- Merges (merge.go, survivor.go) ----
+
+// sameContact reads the other visible leads with the normalized email and
+// with the normalized phone (each "" asks nothing), newest first: one
+// range of ix_leads_email_norm / ix_leads_phone_norm each.
+func sameContact(ctx context.Context, x db.Ext, tenantID, id, email, phone string, limit int) (byEmail, byPhone []Lead, err error) {
+	if email != "" {
+		if err = x.SelectContext(ctx, &byEmail, `SELECT `+LeadCols+` FROM leads FORCE INDEX (ix_leads_email_norm)
+			WHERE tenant_id = ? AND email_norm = ? AND id <> ? AND status <> '`+StatusMerged+`' ORDER BY id DESC LIMIT ?`,
+			tenantID, email, id, limit); err != nil {
+			return nil, nil, err
+		}
+	}
+	if phone != "" {
+		if err = x.SelectContext(ctx, &byPhone, `SELECT `+LeadCols+` FROM leads FORCE INDEX (ix_leads_phone_norm)
+			WHERE tenant_id = ? AND phone_norm = ? AND id <> ? AND status <> '`+StatusMerged+`' ORDER BY id DESC LIMIT ?`,
+			tenantID, phone, id, limit); err != nil {
+			return nil, nil, err
+		}
+	}
+	return byEmail, byPhone, nil
+}
+
+// groupOf is a lead's id and the ids of the leads merged into it.
+func groupOf(ctx context.Context, x db.Ext, tenantID, id string) ([]string, error) {
+	var merged []string
+	if err := x.SelectContext(ctx, &merged, `SELECT id FROM leads WHERE tenant_id = ? AND merged_into = ? ORDER BY id`,
+		tenantID, id); err != nil {
+		return nil, err
+	}
+	return append([]string{id}, merged...), nil
+}
+
+// anyMergedInto returns one of ids that has leads merged into it ("" for
+// none).
+func anyMergedInto(ctx context.Context, x db.Ext, tenantID string, ids []string) (string, error) {
+	q, args, err := sqlx.In(`SELECT merged_into FROM leads WHERE tenant_id = ? AND merged_into IN (?) LIMIT 1`, tenantID, ids)
+	if err != nil {
+		return "", err
+	}
+	var parent string
+	err = x.GetContext(ctx, &parent, q, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return parent, err
+}
+
+// writeMergedSurvivor writes a survivor as a merge or an unmerge leaves it
+// (the row is locked): the picked fields, tags, sightings and version.
+func writeMergedSurvivor(ctx context.Context, x db.Ext, tenantID string, l Lead) error {
+	_, err := x.ExecContext(ctx, `UPDATE leads SET email = ?, name = ?, phone = ?, company = ?, email_norm = ?, phone_norm = ?,
+			status = ?, owner_id = ?, next_step = ?, due_at = ?, tags = ?, times_seen = ?, last_seen_at = ?, version = ?, updated_at = ?
+		WHERE tenant_id = ? AND id = ?`,
+		l.Email, l.Name, l.Phone, l.Company, Clip(NormalizeEmail(l.Email), 320), NormalizePhone(l.Phone),
+		l.Status, l.OwnerID, l.NextStep, l.DueAt, l.Tags, l.TimesSeen, l.LastSeenAt, l.Version, l.UpdatedAt, tenantID, l.ID)
+	return err
+}
+
+// markMerged points the merged leads at their survivor and takes them out
+// of the lists.
+func markMerged(ctx context.Context, x db.Ext, tenantID, survivorID string, merged []string, now time.Time) error {
+	q, args, err := sqlx.In(`UPDATE leads SET merged_into = ?, status = ?, version = version + 1, updated_at = ?
+		WHERE tenant_id = ? AND id IN (?)`, survivorID, StatusMerged, now, tenantID, merged)
+	if err != nil {
+		return err
+	}
+	_, err = x.ExecContext(ctx, q, args...)
+	return err
+}
+
+// restoreMerged gives an unmerged lead its own status back.
+func restoreMerged(ctx context.Context, x db.Ext, tenantID, id, status string, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE leads SET merged_into = NULL, status = ?, version = version + 1, updated_at = ?
+		WHERE tenant_id = ? AND id = ?`, status, now, tenantID, id)
+	return err
+}
+
+// mergeRecord is one lead_merges row.
+type mergeRecord struct {
+	ID         string    `db:"id"`
+	SurvivorID string    `db:"survivor_id"`
+	MergedID   string    `db:"merged_id"`
+	State      []byte    `db:"state"`
+	ActorName  string    `db:"actor_name"`
+	MergedAt   time.Time `db:"merged_at"`
+}
+
+func insertMergeRecords(ctx context.Context, x db.Ext, tenantID string, recs []mergeRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 7*len(recs))
+	for _, r := range recs {
+		args = append(args, tenantID, r.ID, r.SurvivorID, r.MergedID, string(r.State), Clip(r.ActorName, 255), r.MergedAt)
+	}
+	const v = `(?, ?, ?, ?, ?, ?, ?)`
+	_, err := x.ExecContext(ctx, `INSERT INTO lead_merges (tenant_id, id, survivor_id, merged_id, state, actor_name, merged_at)
+		VALUES `+v+strings.Repeat(", "+v, len(recs)-1), args...)
+	return err
+}
+
+// openMergeRecord reads (and locks) the merge of mergedID into survivorID
+// that is not undone.
+func openMergeRecord(ctx context.Context, x db.Ext, tenantID, survivorID, mergedID string) (mergeRecord, error) {
+	var r mergeRecord
+	err := x.GetContext(ctx, &r, `SELECT id, survivor_id, merged_id, state, actor_name, merged_at FROM lead_merges
+		WHERE tenant_id = ? AND merged_id = ? AND survivor_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+		tenantID, mergedID, survivorID)
+	return r, db.MapErr(err, "no merge record of this lead", "")
+}
+
+func closeMergeRecord(ctx context.Context, x db.Ext, tenantID, id string, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE lead_merges SET undone_at = ? WHERE tenant_id = ? AND id = ?`, now, tenantID, id)
+	return err
+}
+
+// AddSightings adds duplicates counted after their delivery was processed
+// to the leads' times_seen (webhooks.SyncSightings, in its transaction),
+// and to the survivor of a merged lead as well, as a record of the lead
+// does (survivor.go): leads first, in id order, then their survivors.
+func AddSightings(ctx context.Context, x db.Ext, tenantID string, add map[string]int) error {
+	if len(add) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(add))
+	var b strings.Builder
+	b.WriteString(`UPDATE leads SET times_seen = times_seen + CASE id`)
+	args := []any{}
+	for _, id := range ids {
+		b.WriteString(` WHEN ? THEN ?`)
+		args = append(args, id, add[id])
+	}
+	b.WriteString(` ELSE 0 END WHERE tenant_id = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`)
+	args = append(args, tenantID)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := x.ExecContext(ctx, b.String(), args...); err != nil {
+		return err
+	}
+	// The rows are locked now, so their pointers hold until commit.
+	q, qargs, err := sqlx.In(`SELECT id, merged_into FROM leads WHERE tenant_id = ? AND id IN (?) AND merged_into IS NOT NULL`, tenantID, ids)
+	if err != nil {
+		return err
+	}
+	var ptrs []struct {
+		ID         string `db:"id"`
+		MergedInto string `db:"merged_into"`
+	}
+	if err := x.SelectContext(ctx, &ptrs, q, qargs...); err != nil {
+		return err
+	}
+	if len(ptrs) == 0 {
+		return nil
+	}
+	sv := map[string]int{}
+	for _, p := range ptrs {
+		sv[p.MergedInto] += add[p.ID]
+	}
+	for _, id := range slices.Sorted(maps.Keys(sv)) {
+		if _, err := x.ExecContext(ctx, `UPDATE leads SET times_seen = times_seen + ? WHERE tenant_id = ? AND id = ?`, sv[id], tenantID, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sort"
 	"time"
+
+	"leadpipe/internal/webhooks/deliveries"
 )
 
 // Timeline entry kinds that come from the ingest tables rather than
@@ -47,20 +49,32 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
 		return nil, err
 	}
-	events, err := eventsOf(ctx, s.DB, tenantID, leadID, timelineCap)
+	// A survivor's timeline is its group's (merge.go): its own and that of
+	// every lead merged into it, whose entries keep their own rows.
+	group, err := groupOf(ctx, s.DB, tenantID, leadID)
 	if err != nil {
 		return nil, err
 	}
-	deliveries, err := s.Deliveries.ForLead(ctx, tenantID, leadID, timelineCap)
-	if err != nil {
-		return nil, err
-	}
-	dups, err := s.Deliveries.DuplicatesForLead(ctx, tenantID, leadID, timelineCap)
-	if err != nil {
-		return nil, err
+	var events []eventRow
+	var dels []deliveries.LeadDelivery
+	var dups []deliveries.LeadDuplicate
+	for _, id := range group {
+		ev, err := eventsOf(ctx, s.DB, tenantID, id, timelineCap)
+		if err != nil {
+			return nil, err
+		}
+		ds, err := s.Deliveries.ForLead(ctx, tenantID, id, timelineCap)
+		if err != nil {
+			return nil, err
+		}
+		du, err := s.Deliveries.DuplicatesForLead(ctx, tenantID, id, timelineCap)
+		if err != nil {
+			return nil, err
+		}
+		events, dels, dups = append(events, ev...), append(dels, ds...), append(dups, du...)
 	}
 
-	out := make([]TimelineEntry, 0, len(events)+len(deliveries)+len(dups))
+	out := make([]TimelineEntry, 0, len(events)+len(dels)+len(dups))
 	for _, e := range events {
 		t := TimelineEntry{ID: e.ID, Kind: e.Kind, At: e.At, ActorID: e.ActorID, ActorName: e.ActorName, Detail: json.RawMessage("null")}
 		if e.Detail != nil {
@@ -68,7 +82,7 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 		}
 		out = append(out, t)
 	}
-	for _, d := range deliveries {
+	for _, d := range dels {
 		// Every stored delivery is a webhook's (reconcile and enrichment
 		// write lead events, not deliveries).
 		kind := EventDelivery
