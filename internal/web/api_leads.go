@@ -228,7 +228,7 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 // export) from the query string.
 func leadFilter(q url.Values) (leads.Filter, error) {
 	f := leads.Filter{Status: q.Get("status"), SourceID: q.Get("source"), OwnerID: q.Get("owner"), Q: q.Get("q"), Cursor: q.Get("cursor"),
-		SLA: q.Get("sla")}
+		SLA: q.Get("sla"), Duplicates: q.Get("duplicates") == "true" || q.Get("duplicates") == "1"}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -57,6 +57,9 @@ func (s *Server) Routes() http.Handler {
 		read.Get("/leads/{id}/notes", s.apiListNotes)
 		write.Post("/leads/{id}/notes", s.Idem.Wrap(s.apiAddNote))
 		read.Get("/leads/{id}/timeline", s.apiLeadTimeline)
+		read.Get("/leads/{id}/duplicates", s.apiLeadDuplicates)
+		write.Post("/leads/{id}/merge", s.Idem.Wrap(s.apiMergeLeads))
+		write.Post("/leads/{id}/unmerge", s.apiUnmergeLead)
 		admin.Get("/leads/{id}/export", s.apiExportLead)
 		admin.Post("/leads/{id}/erase", s.Idem.Wrap(s.apiEraseLead))
 
