@@ -175,6 +175,7 @@ func readInboxQuery(q url.Values, me string, admin bool, loc *time.Location, now
 	out := inboxQuery{shown: f, bad: map[string]string{}}
 	e := f.Effective()
 	lf := leads.Filter{Q: f.Q, ByDue: view.ByDue}
+	lf.Duplicates = view.Duplicates
 	switch e.Status {
 	case leadviews.FilterAny:
 	case leadviews.StatusOpen:
@@ -645,6 +646,10 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		evs = evs[:timelineShown]
 	}
 	v.Timeline = evs
+	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir, sess.User.IsAdmin()); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
 	if o.conflict != nil {
 		c := *o.conflict
 		c.By, c.At = lastEditor(l, tl)

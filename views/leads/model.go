@@ -131,6 +131,8 @@ const (
 	ViewUnassigned = "unassigned" // unassigned new leads
 	ViewDue        = "due"        // my follow-ups due today or earlier
 	ViewAll        = "all"
+	// ViewDuplicates lists leads with a possible duplicate (PRODUCT.md §5b).
+	ViewDuplicates = "duplicates"
 )
 
 // Values of the filter sheet beyond a status, a user or a source id.
@@ -150,6 +152,9 @@ type View struct {
 	Key, Label string
 	Defaults   Filters
 	ByDue      bool // a to-do list: the most overdue first
+	// Duplicates narrows to leads with another lead of the same normalized
+	// email or phone.
+	Duplicates bool
 }
 
 // Views are the inbox's quick views in order.
@@ -158,6 +163,7 @@ var Views = []View{
 	{Key: ViewDue, Label: "My follow-ups due", Defaults: Filters{Status: StatusOpen, Owner: OwnerMe, Due: DueToday}, ByDue: true},
 	{Key: ViewUnassigned, Label: "Unassigned new", Defaults: Filters{Status: "new", Owner: "none"}},
 	{Key: ViewAll, Label: "All"},
+	{Key: ViewDuplicates, Label: "Possible duplicates", Duplicates: true},
 }
 
 // ViewFor finds a view by key (ok false for an unknown one).
@@ -429,6 +435,7 @@ type LeadView struct {
 	IsAdmin    bool   // links to the source page
 	MeID       string
 	Now        time.Time
+	Merge      MergePanels // possible duplicates and merges (merge.go)
 }
 
 // NewLeadForm is GET /leads/new.

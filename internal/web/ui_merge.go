@@ -1,0 +1,211 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/apperr"
+	"leadpipe/internal/idempotency"
+	"leadpipe/internal/ids"
+	"leadpipe/internal/leads"
+	"leadpipe/views/components"
+	leadviews "leadpipe/views/leads"
+)
+
+// The lead page's possible duplicates, the merge picker and unmerge
+// (PRODUCT.md §5b, §10: admins merge). The rules are in
+// internal/leads/merge.go; these handlers parse, call and render.
+
+// mergeUIRoutes are mounted in the admin group.
+func (s *Server) mergeUIRoutes(r chi.Router) {
+	r.Get("/leads/{id}/merge", s.uiMergePage)
+	r.Post("/leads/{id}/merge", s.uiMerge)
+	r.Post("/leads/{id}/unmerge", s.uiUnmerge)
+}
+
+// mergePanels reads what the lead page shows about merges and duplicates.
+func (s *Server) mergePanels(ctx context.Context, tenantID string, l leads.Lead, dir directory, admin bool) (leadviews.MergePanels, error) {
+	p := leadviews.MergePanels{CanMerge: admin}
+	if l.MergedInto != nil {
+		p.MergedInto = *l.MergedInto
+		sv, err := s.Leads.Get(ctx, tenantID, *l.MergedInto)
+		if err != nil {
+			return p, err
+		}
+		p.MergedIntoTitle = dir.leadView(sv).Title()
+		return p, nil
+	}
+	merged, err := s.Leads.Merged(ctx, tenantID, l.ID)
+	if err != nil {
+		return p, err
+	}
+	for _, m := range merged {
+		p.Merged = append(p.Merged, dir.leadView(m))
+	}
+	dups, err := s.Leads.Duplicates(ctx, tenantID, l.ID)
+	if err != nil {
+		return p, err
+	}
+	for _, d := range dups {
+		p.Duplicates = append(p.Duplicates, leadviews.DuplicateLead{Lead: dir.leadView(d.Lead), Reasons: d.Reasons})
+	}
+	return p, nil
+}
+
+// mergeFieldLabels are the picker's rows, in leads.MergeFields order.
+var mergeFieldLabels = map[string]string{"email": "Email", "name": "Name", "phone": "Phone", "company": "Company",
+	"status": "Status", "owner_id": "Owner", "next_step": "Next step", "due_at": "Follow-up due"}
+
+// mergeValue is how the picker shows one lead's value of a field.
+func mergeValue(ctx context.Context, l leadviews.Lead, field string) string {
+	switch field {
+	case "email":
+		return l.Email
+	case "name":
+		return l.Name
+	case "phone":
+		return l.Phone
+	case "company":
+		return l.Company
+	case "status":
+		return components.StatusLabel(l.Status)
+	case "owner_id":
+		return l.OwnerName
+	case "next_step":
+		return l.NextStep
+	case "due_at":
+		if l.DueAt.IsZero() {
+			return ""
+		}
+		return l.DueAt.In(components.Zone(ctx)).Format("2 Jan 2006 15:04")
+	}
+	return ""
+}
+
+func (s *Server) uiMergePage(w http.ResponseWriter, r *http.Request) {
+	s.renderMerge(w, r, http.StatusOK, chi.URLParam(r, "id"), r.URL.Query()["with"], nil, "")
+}
+
+// renderMerge renders the picker for survivor id and the others; picks
+// (field → lead id) are a failed submit's choices.
+func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int, id string, others []string, picks map[string]string, problem string) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	sv, err := s.Leads.Get(ctx, sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if len(others) == 0 || len(others) > leads.MaxMergeOthers {
+		s.uiError(w, r, apperr.New(apperr.NotFound, "pick the lead to merge from the lead page"))
+		return
+	}
+	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	v := leadviews.MergeView{Survivor: dir.leadView(sv), Version: sv.Version, Key: newFormKey(), Error: problem}
+	for _, o := range others {
+		ol, err := s.Leads.Get(ctx, sess.Tenant.ID, o)
+		if err != nil {
+			s.uiError(w, r, err) // another tenant's (or no) lead: 404
+			return
+		}
+		v.Others = append(v.Others, dir.leadView(ol))
+	}
+	for _, f := range leads.MergeFields {
+		mf := leadviews.MergeField{Name: f, Label: mergeFieldLabels[f], Pick: sv.ID}
+		if p := picks[f]; p != "" {
+			mf.Pick = p
+		}
+		for _, l := range v.Leads() {
+			mf.Values = append(mf.Values, mergeValue(ctx, l, f))
+		}
+		// An empty survivor value with one to take: take it by default.
+		if picks == nil && mf.Values[0] == "" {
+			for i, val := range mf.Values[1:] {
+				if val != "" {
+					mf.Pick = v.Others[i].ID
+					break
+				}
+			}
+		}
+		v.Fields = append(v.Fields, mf)
+	}
+	v.Page = s.page(w, r, "Merge leads", "leads")
+	s.render(w, r, status, leadviews.MergePage(v))
+}
+
+func (s *Server) uiMerge(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	id := chi.URLParam(r, "id")
+	if !ids.Valid(id) {
+		s.uiError(w, r, apperr.New(apperr.NotFound, "lead not found"))
+		return
+	}
+	in := leads.MergeInput{Others: r.PostForm["others"], Fields: map[string]string{}}
+	for _, f := range leads.MergeFields {
+		if p := r.PostFormValue("pick_" + f); p != "" && p != id {
+			in.Fields[f] = p
+		}
+	}
+	version, ok := formVersion(r)
+	if !ok {
+		s.renderMerge(w, r, http.StatusUnprocessableEntity, id, in.Others, in.Fields, "The form is out of date: check the values and merge again.")
+		return
+	}
+	p, _ := PrincipalFrom(ctx)
+	loc, err := s.uiOnce(ctx, sess.Tenant.ID, r.PostFormValue("key"), "merge:"+id, func(k *idempotency.Key) (string, error) {
+		loc := "/leads/" + id
+		_, err := s.Leads.Merge(ctx, sess.Tenant.ID, id, p, version, in, idempotency.Once[leads.Lead]{Key: k,
+			Respond: func(leads.Lead) (idempotency.Response, error) { return idempotency.SeeOther(loc), nil }})
+		return loc, err
+	})
+	switch {
+	case apperr.Is(err, apperr.PreconditionFailed):
+		s.renderMerge(w, r, http.StatusConflict, id, in.Others, in.Fields,
+			"Someone changed this lead while you were choosing. The values below are the current ones: check them and merge again.")
+		return
+	case apperr.Is(err, apperr.Conflict), apperr.Is(err, apperr.Invalid):
+		s.renderMerge(w, r, http.StatusConflict, id, in.Others, in.Fields, problemText(err))
+		return
+	case err != nil:
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Merged "+plural(len(in.Others), "lead", "leads")+" into this one. Unmerge it from this page if that was a mistake.")
+	seeOther(w, r, loc)
+}
+
+func (s *Server) uiUnmerge(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	id, other := chi.URLParam(r, "id"), strings.TrimSpace(r.PostFormValue("lead_id"))
+	p, _ := PrincipalFrom(ctx)
+	_, err := s.Leads.Unmerge(ctx, sess.Tenant.ID, id, p, other)
+	switch {
+	case apperr.Is(err, apperr.Conflict):
+		// Already unmerged (a double click): the lead is back either way.
+		s.setFlash(w, r, problemText(err))
+		seeOther(w, r, "/leads/"+id)
+		return
+	case err != nil:
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, "Unmerged: the lead is back with its own fields, deliveries and notes.")
+	seeOther(w, r, "/leads/"+other)
+}

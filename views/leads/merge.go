@@ -1,0 +1,60 @@
+package leads
+
+import (
+	"strconv"
+
+	"leadpipe/views/layouts"
+)
+
+// MergePanels is what the lead page shows about one person across
+// sources (PRODUCT.md §5b): whom this lead was merged into, the leads
+// merged into it (each with an unmerge button for admins) and its possible
+// duplicates (each with a merge link for admins).
+type MergePanels struct {
+	MergedInto      string // the survivor's id, for a merged lead
+	MergedIntoTitle string
+	Merged          []Lead
+	Duplicates      []DuplicateLead
+	CanMerge        bool // admins merge and unmerge
+}
+
+// DuplicateLead is one possible duplicate and why ("email", "phone").
+type DuplicateLead struct {
+	Lead    Lead
+	Reasons []string
+}
+
+// MergeField is one row of the merge picker: a field and each lead's value.
+type MergeField struct {
+	Name, Label string
+	Values      []string // per lead, in MergeView.Leads order
+	Pick        string   // the lead id picked (default the survivor)
+}
+
+// MergeView is GET /leads/{id}/merge?with=…: the survivor, the leads
+// merged into it and, per field, whose value to keep.
+type MergeView struct {
+	Page     layouts.Page
+	Survivor Lead
+	Others   []Lead
+	Fields   []MergeField
+	Version  int
+	Key      string
+	Error    string
+}
+
+// Leads are the survivor then the others, the picker's columns.
+func (v MergeView) Leads() []Lead { return append([]Lead{v.Survivor}, v.Others...) }
+
+// ReasonText is "same email", "same email and phone".
+func ReasonText(reasons []string) string {
+	switch len(reasons) {
+	case 0:
+		return ""
+	case 1:
+		return "same " + reasons[0]
+	}
+	return "same " + reasons[0] + " and " + reasons[1]
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
