@@ -236,7 +236,7 @@ func (s *Service) Merge(ctx context.Context, tenantID, id string, actor tenants.
 func (s *Service) merge(ctx context.Context, tx *sqlx.Tx, tenantID, id string, actor tenants.Principal, ifMatch int, in MergeInput) (Lead, error) {
 	now := s.now()
 	// Every lead of the merge, locked in id order in one statement (the lock
-	// order against concurrent deliveries: survivor.go).
+	// order against concurrent deliveries: survivor.go, docs/ARCHITECTURE.md "Merged leads").
 	all := append([]string{id}, in.Others...)
 	slices.Sort(all)
 	ls, err := lockLeads(ctx, tx, tenantID, all)

@@ -18,7 +18,7 @@ import (
 // transaction, in the single path (UpsertFromSender, webhooks.Apply for
 // reconcile) and the worker's batch path alike.
 //
-// Lock order (docs/ARCHITECTURE.md, "One webhook, from route to lead"): an
+// Lock order (docs/ARCHITECTURE.md, "Merged leads"): an
 // upsert locks the natural keys' rows first and a survivor only after it
 // has read the pointer under that lock; a merge (merge.go) locks the
 // survivor and the merged leads by id in one statement. So a delivery that

@@ -3,6 +3,7 @@ package leads
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -62,6 +63,11 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 		ev, err := eventsOf(ctx, s.DB, tenantID, id, timelineCap)
 		if err != nil {
 			return nil, err
+		}
+		if id != leadID {
+			// The survivor's own "merged" entry says it; the merged lead's
+			// "merged into" would say it twice.
+			ev = slices.DeleteFunc(ev, func(e eventRow) bool { return e.Kind == EventMergedInto })
 		}
 		ds, err := s.Deliveries.ForLead(ctx, tenantID, id, timelineCap)
 		if err != nil {

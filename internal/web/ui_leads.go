@@ -734,6 +734,9 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 		ev.Detail = e.SenderDeliveryID
 	case leads.EventDelivery, leads.EventStale:
 		ev.Detail = e.SenderDeliveryID
+	case leads.EventMerged:
+		others, _ := d["others"].([]any)
+		ev.Count = len(others)
 	}
 	return ev
 }
