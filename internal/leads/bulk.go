@@ -181,7 +181,7 @@ func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor 
 	out := BulkResult{Items: make([]BulkItem, 0, len(in.IDs))}
 	for _, id := range in.IDs {
 		cur, ok := byID[id]
-		if !ok {
+		if !ok || cur.MergedInto != nil { // a merged lead is edited through its survivor
 			out.Items = append(out.Items, BulkItem{ID: id, Status: BulkNotFound})
 			continue
 		}

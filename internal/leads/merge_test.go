@@ -176,3 +176,54 @@ func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 		t.Fatalf("after unmerge: %+v", out[0])
 	}
 }
+
+// A merged lead is not_found to a bulk edit (it is edited through its
+// survivor) and refuses a PATCH; erasing the survivor deletes the merge
+// records and lets the merged lead stand alone with its own status.
+func TestMergedLeadEditsAndErasure(t *testing.T) {
+	d, _ := dbtest.New(t, "leads_merge_erase")
+	ctx := context.Background()
+	s := leads.NewService(d, deliveries.NewStore(d))
+	const ta = "01HTENANT0000000000000000A"
+	actor := tenants.Principal{TenantID: ta, Name: "API token test"}
+	var out []leads.UpsertOutcome
+	if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		var err error
+		out, err = leads.UpsertFromSenderBatch(ctx, tx, ta, []leads.BatchRecord{
+			{SourceID: "01HSOURCE0000000000000000S", SenderRecord: leads.SenderRecord{SourceRef: "a", Email: "x@example.com", Sightings: 1}},
+			{SourceID: "01HSOURCE0000000000000000S", SenderRecord: leads.SenderRecord{SourceRef: "b", Email: "x@example.com", Sightings: 1}},
+		}, time.Now().UTC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := out[0].LeadID, out[1].LeadID
+	st := "won"
+	if _, err := s.Patch(ctx, ta, b, actor, leads.AnyVersion, leads.PatchInput{Status: &st}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx, ta, a, actor, leads.AnyVersion, leads.MergeInput{Others: []string{b}}, idempotency.Once[leads.Lead]{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Bulk(ctx, ta, actor, leads.BulkInput{IDs: []string{b, a}, Set: leads.BulkSet{Status: &st}}, idempotency.Once[leads.BulkResult]{})
+	if err != nil || res.Items[0].Status != leads.BulkNotFound || res.Items[1].Status != leads.BulkUpdated {
+		t.Fatalf("bulk: %+v %v", res.Items, err)
+	}
+	if _, err := s.Patch(ctx, ta, b, actor, leads.AnyVersion, leads.PatchInput{Status: &st}); !apperr.Is(err, apperr.Conflict) {
+		t.Fatalf("PATCH of a merged lead: %v", err)
+	}
+	if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		_, err := leads.EraseTx(ctx, tx, ta, a, time.Now().UTC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gb, err := s.Get(ctx, ta, b)
+	if err != nil || gb.MergedInto != nil || gb.Status != "won" {
+		t.Fatalf("after the survivor's erasure: %+v %v", gb, err)
+	}
+	var n int
+	if err := d.Get(&n, `SELECT COUNT(*) FROM lead_merges WHERE tenant_id = ?`, ta); err != nil || n != 0 {
+		t.Fatalf("%d merge records left (%v)", n, err)
+	}
+}

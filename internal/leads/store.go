@@ -1424,3 +1424,29 @@ func AddSightings(ctx context.Context, x db.Ext, tenantID string, add map[string
 	}
 	return nil
 }
+
+// eraseMerges removes an erased lead's merge records (they hold its
+// fields) in the erasure's transaction; leads merged into it stand alone
+// again with their own status.
+func eraseMerges(ctx context.Context, x db.Ext, tenantID, id string, now time.Time) error {
+	var recs []struct {
+		MergedID string `db:"merged_id"`
+		State    []byte `db:"state"`
+	}
+	if err := x.SelectContext(ctx, &recs, `SELECT merged_id, state FROM lead_merges
+		WHERE tenant_id = ? AND survivor_id = ? AND undone_at IS NULL ORDER BY merged_id`, tenantID, id); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		var st mergeState
+		if json.Unmarshal(r.State, &st) != nil || !ValidStatus(st.Status) {
+			st.Status = "new"
+		}
+		if _, err := x.ExecContext(ctx, `UPDATE leads SET merged_into = NULL, status = ?, version = version + 1, updated_at = ?
+			WHERE tenant_id = ? AND id = ? AND merged_into = ?`, st.Status, now, tenantID, r.MergedID, id); err != nil {
+			return err
+		}
+	}
+	_, err := x.ExecContext(ctx, `DELETE FROM lead_merges WHERE tenant_id = ? AND (survivor_id = ? OR merged_id = ?)`, tenantID, id, id)
+	return err
+}

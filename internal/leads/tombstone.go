@@ -77,6 +77,9 @@ func EraseTx(ctx context.Context, x db.Ext, tenantID, id string, now time.Time) 
 	if len(ls) == 0 {
 		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
 	}
+	if err := eraseMerges(ctx, x, tenantID, id, now); err != nil {
+		return Lead{}, err
+	}
 	for _, q := range []string{
 		`DELETE FROM lead_notes WHERE tenant_id = ? AND lead_id = ?`,
 		`DELETE FROM lead_events WHERE tenant_id = ? AND lead_id = ?`,
