@@ -1,4 +1,4 @@
-package deliveries
+package webhooks
 
 import (
 	"context"
