@@ -137,7 +137,7 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 		}
 	}
 	// The assignment of a created lead: lead.created carries the owner
-	// already; lead.updated says it changed hands (PRODUCT.md §5a).
+	// already; lead.updated says it changed hands (docs/ARCHITECTURE.md, "Assignment and first response").
 	if len(assignedLeads) > 0 {
 		ok, err := em.wanted(ctx, OutboundUpdated)
 		if err != nil {

@@ -1,4 +1,4 @@
-// Package privacy serves a person's rights over a lead (PRODUCT.md §5c):
+// Package privacy serves a person's rights over a lead (docs/ARCHITECTURE.md, "Personal data"):
 // the export of everything held about it and its erasure. It owns no
 // table: each area that holds a part of a person's data (leads, the
 // ingest tables, the outbox, idempotency keys, the audit log) exports the

@@ -493,7 +493,7 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 }
 
 // dropPayloads empties the payloads of deliveries whose record belongs to
-// an erased lead (PRODUCT.md §5c); the rows stay, so duplicates of them
+// an erased lead (docs/ARCHITECTURE.md, "Personal data"); the rows stay, so duplicates of them
 // are still answered as duplicates.
 func dropPayloads(ctx context.Context, x db.Ext, tenantID string, ids []string) error {
 	if len(ids) == 0 {
