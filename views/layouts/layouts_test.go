@@ -62,7 +62,7 @@ func TestAppNavigationByRole(t *testing.T) {
 	})
 	t.Run("admin", func(t *testing.T) {
 		doc, _ := render(t, App(Page{Title: "Sources", User: admin, TenantName: "Acme", Active: "sources"}))
-		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,monitor,alerts,users,tokens,endpoints,audit,retention" {
+		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,monitor,alerts,users,tokens,endpoints,audit,retention,assignment" {
 			t.Fatalf("admin nav = %s", got)
 		}
 		want := map[string]string{
