@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -559,4 +561,42 @@ func assignedBy(tl []leads.TimelineEntry, ownerID string) (rule string, ok bool)
 		}
 	}
 	return "", false
+}
+
+func timeOr0(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// mineFirstLimit is how many of the reader's own leads the first page of
+// a first-response view puts on top.
+const mineFirstLimit = 200
+
+// mineFirst orders a page of a first-response view (Overdue, Due soon)
+// with the reader's own leads first: the first page starts with theirs
+// (newest first), then everyone else's; later pages leave theirs out, as
+// the first page showed them. A view narrowed to one owner is left as is.
+func (s *Server) mineFirst(ctx context.Context, tenantID, me string, f leads.Filter, items []leads.Lead) ([]leads.Lead, int, error) {
+	if f.OwnerID != "" {
+		return items, 0, nil
+	}
+	out := make([]leads.Lead, 0, len(items))
+	if f.Cursor == "" {
+		mf := f
+		mf.OwnerID, mf.Limit = me, mineFirstLimit
+		mine, err := s.Leads.List(ctx, tenantID, mf)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, mine.Items...)
+	}
+	n := len(out)
+	for _, l := range items {
+		if l.OwnerID == nil || *l.OwnerID != me {
+			out = append(out, l)
+		}
+	}
+	return out, n, nil
 }
