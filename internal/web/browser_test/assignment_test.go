@@ -219,6 +219,15 @@ func TestBrowserAssignment(t *testing.T) {
 	}
 	admin.screenshot("overdue")
 	admin.pageFits("/leads?view=overdue", 390, 844, true)
+	// On a phone the row of views scrolls: the current one is brought into sight.
+	admin.phone()
+	admin.open("/leads?view=overdue")
+	admin.do(chromedp.Sleep(150 * time.Millisecond))
+	if r := admin.rect(`[data-testid="view-overdue"]`); r == nil || r["left"] < 0 || r["right"] > r["vw"] {
+		t.Errorf("on a phone the Overdue tab is out of sight: %v", r)
+	}
+	admin.screenshotViewport("overdue-390-first-screen")
+	admin.do(chromedp.EmulateViewport(1280, 900))
 	admin.open("/leads?view=due_soon")
 	if got := admin.count(`[data-testid="lead-row"]`); got != 0 {
 		t.Errorf("due soon lists %d overdue leads", got)
