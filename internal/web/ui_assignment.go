@@ -570,33 +570,40 @@ func timeOr0(t *time.Time) time.Time {
 	return *t
 }
 
-// mineFirstLimit is how many of the reader's own leads the first page of
-// a first-response view puts on top.
-const mineFirstLimit = 200
-
-// mineFirst orders a page of a first-response view (Overdue, Due soon)
-// with the reader's own leads first: the first page starts with theirs
-// (newest first), then everyone else's; later pages leave theirs out, as
-// the first page showed them. A view narrowed to one owner is left as is.
-func (s *Server) mineFirst(ctx context.Context, tenantID, me string, f leads.Filter, items []leads.Lead) ([]leads.Lead, int, error) {
+// mineFirst orders a first-response view (Overdue, Due soon) with the
+// reader's own leads first: their pages come first (mine_cursor pages
+// through them), then everyone else's (cursor), which leave theirs out.
+// A view narrowed to one owner is left as is. It returns the rows and how
+// many of them are the reader's, and the next page's cursor and the
+// parameter that carries it.
+func (s *Server) mineFirst(ctx context.Context, tenantID, me string, f leads.Filter, others leads.Page, mineCursor string) ([]leads.Lead, int, string, string, error) {
 	if f.OwnerID != "" {
-		return items, 0, nil
+		return others.Items, 0, others.NextCursor, "cursor", nil
 	}
-	out := make([]leads.Lead, 0, len(items))
-	if f.Cursor == "" {
-		mf := f
-		mf.OwnerID, mf.Limit = me, mineFirstLimit
-		mine, err := s.Leads.List(ctx, tenantID, mf)
-		if err != nil {
-			return nil, 0, err
+	notMine := func(ls []leads.Lead, out []leads.Lead) []leads.Lead {
+		for _, l := range ls {
+			if l.OwnerID == nil || *l.OwnerID != me {
+				out = append(out, l)
+			}
 		}
-		out = append(out, mine.Items...)
+		return out
 	}
-	n := len(out)
-	for _, l := range items {
-		if l.OwnerID == nil || *l.OwnerID != me {
-			out = append(out, l)
-		}
+	if f.Cursor != "" {
+		return notMine(others.Items, nil), 0, others.NextCursor, "cursor", nil
 	}
-	return out, n, nil
+	mf := f
+	mf.OwnerID, mf.Cursor = me, mineCursor
+	mine, err := s.Leads.List(ctx, tenantID, mf)
+	if apperr.Is(err, apperr.Invalid) && mineCursor != "" { // a mangled link: from the start
+		mf.Cursor = ""
+		mine, err = s.Leads.List(ctx, tenantID, mf)
+	}
+	if err != nil {
+		return nil, 0, "", "", err
+	}
+	if mine.NextCursor != "" {
+		return mine.Items, len(mine.Items), mine.NextCursor, "mine_cursor", nil
+	}
+	out := notMine(others.Items, append(make([]leads.Lead, 0, len(mine.Items)+len(others.Items)), mine.Items...))
+	return out, len(mine.Items), others.NextCursor, "cursor", nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
@@ -217,4 +220,72 @@ func TestUIAssignmentRules(t *testing.T) {
 			t.Fatal("tenant B changed A's rules")
 		}
 	})
+}
+
+// The Overdue view pages through the reader's own leads first (60: a
+// full page, then 10 more) and then everyone else's (5), never showing a
+// lead twice; Due soon is empty with its own hint; another owner's filter
+// lists only theirs.
+func TestUIOverdueMineFirst(t *testing.T) {
+	e := uiEnv(t, "ui_overdue")
+	ctx := context.Background()
+	a := e.Tenant("acme")
+	ada, err := e.App.Tenants.CreateUser(ctx, a.ID, tenants.CreateUserInput{Email: "ada@acme.test", Name: "Ada", Password: "staff-password-1", Role: "staff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for i := range 65 {
+		id := seedLead(t, e, a.ID, src.ID, "r"+strconv.Itoa(i), "Lead "+strconv.Itoa(i), "l"+strconv.Itoa(i)+"@example.com")
+		owner[id] = a.Admin.ID
+		if i%13 == 0 {
+			owner[id] = ada.ID
+		}
+		if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET owner_id = ?, assigned_at = UTC_TIMESTAMP() - INTERVAL 2 HOUR,
+			first_response_due_at = UTC_TIMESTAMP() - INTERVAL 1 HOUR WHERE tenant_id = ? AND id = ?`, owner[id], a.ID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newBrowser(t, e)
+	admin.login(a.Admin.Email, a.AdminPassword)
+	seen := map[string]bool{}
+	var order []string // owner of each row, in order
+	path := "/leads?view=overdue"
+	for pages := 0; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("too many pages")
+		}
+		p := admin.get(path)
+		if p.status != 200 {
+			t.Fatalf("%s: %d", path, p.status)
+		}
+		p.testid("lead-row").Each(func(_ int, s *goquery.Selection) {
+			id := s.AttrOr("data-lead-id", "")
+			if seen[id] {
+				t.Errorf("%s shows %s again", path, id)
+			}
+			seen[id] = true
+			order = append(order, owner[id])
+		})
+		path = p.testid("pagination-next").AttrOr("href", "")
+	}
+	if len(seen) != 65 {
+		t.Fatalf("%d leads over the pages, want 65", len(seen))
+	}
+	for i, o := range order {
+		if (i < 60) != (o == a.Admin.ID) {
+			t.Fatalf("row %d is %s's: the reader's own do not come first", i, o)
+		}
+	}
+	if p := admin.get("/leads?view=due_soon"); p.testid("lead-row").Length() != 0 || !strings.Contains(p.body, "Nothing due in the next 15 minutes") {
+		t.Error("due soon is not empty with its hint")
+	}
+	p := admin.get("/leads?view=overdue&owner=" + ada.ID)
+	if p.testid("lead-row").Length() != 5 || p.testid("sla-group").Length() != 0 {
+		t.Errorf("Ada's overdue: %d rows, %d group headings", p.testid("lead-row").Length(), p.testid("sla-group").Length())
+	}
 }

@@ -305,12 +305,14 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.Assignees = append(v.Assignees, components.Option{Value: leads.OwnerNone, Label: "Nobody (unassign)"})
-	items := page.Items
+	items, next, nextParam := page.Items, page.NextCursor, "cursor"
 	if v.SLA = iq.filter.SLA; v.SLA != "" {
-		if items, v.Mine, err = s.mineFirst(ctx, sess.Tenant.ID, sess.User.ID, iq.filter, items); err != nil {
+		mc := r.URL.Query().Get("mine_cursor")
+		if items, v.Mine, next, nextParam, err = s.mineFirst(ctx, sess.Tenant.ID, sess.User.ID, iq.filter, page, mc); err != nil {
 			s.uiError(w, r, err)
 			return
 		}
+		v.IsFirst = v.IsFirst && mc == ""
 	}
 	for _, l := range items {
 		v.Leads = append(v.Leads, dir.leadView(l))
@@ -319,13 +321,13 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	if page.NextCursor != "" {
+	if next != "" {
 		href := v.Filters.Href(v.Filters.Status)
 		sep := "?"
 		if strings.Contains(href, "?") {
 			sep = "&"
 		}
-		v.NextHref = href + sep + "cursor=" + page.NextCursor
+		v.NextHref = href + sep + nextParam + "=" + next
 	}
 	v.BulkKey = newFormKey()
 	v.Back = r.URL.RequestURI()
