@@ -135,6 +135,7 @@ func TestBrowserAssignment(t *testing.T) {
 	if now, _ := e.App.Web.Leads.Assignment(ctx, acme.ID); len(now.Rules) != 1 || now.Rules[0].Name != "Everyone" {
 		t.Fatalf("a stale form changed the rules: %+v", now)
 	}
+	admin.screenshot("assignment-conflict")
 	admin.open("/settings/assignment")
 	admin.screenshot("assignment-rules")
 	admin.pageFits("/settings/assignment", 390, 844, true)
@@ -228,6 +229,11 @@ func TestBrowserAssignment(t *testing.T) {
 	}
 	admin.screenshotViewport("overdue-390-first-screen")
 	admin.do(chromedp.EmulateViewport(1280, 900))
+	admin.open("/leads/" + adas)
+	if got := admin.text(`.lead-sub [data-testid="sla"]`); !strings.Contains(got, "Overdue by") {
+		t.Errorf("the lead's header says %q", got)
+	}
+	admin.screenshot("lead-overdue")
 	admin.open("/leads?view=due_soon")
 	if got := admin.count(`[data-testid="lead-row"]`); got != 0 {
 		t.Errorf("due soon lists %d overdue leads", got)
