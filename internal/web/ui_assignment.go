@@ -21,7 +21,7 @@ import (
 )
 
 // assignmentUIRoutes are the admin pages of the assignment rules (issue
-// #27, PRODUCT.md §5a). The API replaces the whole list at once, so every
+// #27, docs/ARCHITECTURE.md, "Assignment and first response"). The API replaces the whole list at once, so every
 // form names a rule by its position and carries a fingerprint of the list
 // it was rendered from: a form from a stale page is refused instead of
 // changing the wrong rule.

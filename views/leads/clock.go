@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// First-response clock states of a lead (PRODUCT.md §5a).
+// First-response clock states of a lead (docs/ARCHITECTURE.md, "Assignment and first response").
 const (
 	ClockNone     = ""         // not assigned by a rule: no clock
 	ClockRunning  = "running"  // assigned, not answered, due later

@@ -135,7 +135,7 @@ const (
 	ViewUnassigned = "unassigned" // unassigned new leads
 	ViewDue        = "due"        // my follow-ups due today or earlier
 	ViewAll        = "all"
-	// First-response views (PRODUCT.md §5a): assigned leads nobody has
+	// First-response views (docs/ARCHITECTURE.md, "Assignment and first response"): assigned leads nobody has
 	// answered, past or near their due time; the reader's own first.
 	ViewOverdue = "overdue"
 	ViewDueSoon = "due_soon"
