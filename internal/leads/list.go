@@ -50,7 +50,7 @@ type Filter struct {
 	slaNow time.Time // "now" of SLA (the service's clock)
 }
 
-// SLA filters (PRODUCT.md §5a).
+// SLA filters (docs/ARCHITECTURE.md, "Assignment and first response").
 const (
 	SLAOverdue = "overdue"
 	SLADueSoon = "due_soon"

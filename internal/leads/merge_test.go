@@ -15,7 +15,7 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 )
 
 // Possible duplicates by normalized email and phone; a merge folds B into
@@ -27,7 +27,7 @@ import (
 func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_merge")
 	ctx := context.Background()
-	s := leads.NewService(d, deliveries.NewStore(d))
+	s := leads.NewService(d, webhooks.NewReads(d), nil)
 	const ta, tb = "01HTENANT0000000000000000A", "01HTENANT0000000000000000B"
 	const src = "01HSOURCE0000000000000000S"
 	actor := tenants.Principal{TenantID: ta, Name: "API token test"}
@@ -144,7 +144,7 @@ func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 	}
 	// Duplicates counted later (webhooks.SyncSightings) reach the survivor.
 	if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		return leads.AddSightings(ctx, tx, ta, map[string]int{b: 2})
+		return leads.AddSightings(ctx, tx, ta, []string{b}, map[string]int{b: 2})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 func TestMergedLeadEditsAndErasure(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_merge_erase")
 	ctx := context.Background()
-	s := leads.NewService(d, deliveries.NewStore(d))
+	s := leads.NewService(d, webhooks.NewReads(d), nil)
 	const ta = "01HTENANT0000000000000000A"
 	actor := tenants.Principal{TenantID: ta, Name: "API token test"}
 	var out []leads.UpsertOutcome

@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/tenants"
 )
 
 // This file holds every SQL statement on the leads area's tables: leads,
@@ -440,30 +441,15 @@ type userState struct {
 }
 
 // activeUsers reads users of the tenant an owner may be set to (absent:
-// no such user of the tenant). The users table belongs to the tenants
-// area; the read runs in the edit's (or the creating) transaction, so it
-// stays here.
+// no such user of the tenant), asked of the tenants area in the edit's
+// (or the creating) transaction.
 func activeUsers(ctx context.Context, x db.Ext, tenantID string, userIDs []string) (map[string]userState, error) {
-	out := map[string]userState{}
-	if len(userIDs) == 0 {
-		return out, nil
+	us, err := tenants.UserStates(ctx, x, tenantID, userIDs)
+	out := make(map[string]userState, len(us))
+	for id, u := range us {
+		out[id] = userState{name: u.Name, disabled: u.Disabled}
 	}
-	var us []struct {
-		ID       string     `db:"id"`
-		Name     string     `db:"name"`
-		Disabled *time.Time `db:"disabled_at"`
-	}
-	q, args, err := sqlx.In(`SELECT id, name, disabled_at FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
-	if err != nil {
-		return nil, err
-	}
-	if err := x.SelectContext(ctx, &us, q, args...); err != nil {
-		return nil, err
-	}
-	for _, u := range us {
-		out[u.ID] = userState{name: u.Name, disabled: u.Disabled != nil}
-	}
-	return out, nil
+	return out, err
 }
 
 // countByStatus counts every lead per status (an exact count: one
@@ -1374,21 +1360,53 @@ func closeMergeRecord(ctx context.Context, x db.Ext, tenantID, id string, now ti
 	return err
 }
 
-// AddSightings adds duplicates counted after their delivery was processed
-// to the leads' times_seen (webhooks.SyncSightings, in its transaction),
-// and to the survivor of a merged lead as well, as a record of the lead
-// does (survivor.go): leads first, in id order, then their survivors.
-func AddSightings(ctx context.Context, x db.Ext, tenantID string, add map[string]int) error {
-	if len(add) == 0 {
+// SenderFields are a lead's sender-owned fields as stored.
+type SenderFields struct {
+	SourceRef string `db:"source_ref"`
+	Email     string `db:"email"`
+	Name      string `db:"name"`
+	Phone     string `db:"phone"`
+	Company   string `db:"company"`
+}
+
+// SenderFieldsByRef returns the sender-owned fields of a source's leads
+// with the given natural keys, keyed by source_ref; absent keys have no
+// lead. Reconcile compares a pulled record with them.
+func SenderFieldsByRef(ctx context.Context, x db.Ext, tenantID, sourceID string, refs []string) (map[string]SenderFields, error) {
+	out := make(map[string]SenderFields, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT source_ref, email, name, phone, company FROM leads
+		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs)
+	if err != nil {
+		return nil, err
+	}
+	var rows []SenderFields
+	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.SourceRef] = r
+	}
+	return out, nil
+}
+
+// AddSightings adds n[id] to the times_seen of each lead in ids (one
+// statement, rows locked in the given order): duplicates of the leads'
+// deliveries, counted by the webhooks area. A merged lead's survivor gets
+// them too, as a record of the lead does (survivor.go): leads first, then
+// their survivors in id order.
+func AddSightings(ctx context.Context, x db.Ext, tenantID string, ids []string, n map[string]int) error {
+	if len(ids) == 0 {
 		return nil
 	}
-	ids := slices.Sorted(maps.Keys(add))
 	var b strings.Builder
 	b.WriteString(`UPDATE leads SET times_seen = times_seen + CASE id`)
-	args := []any{}
+	args := make([]any, 0, 3*len(ids)+1)
 	for _, id := range ids {
 		b.WriteString(` WHEN ? THEN ?`)
-		args = append(args, id, add[id])
+		args = append(args, id, n[id])
 	}
 	b.WriteString(` ELSE 0 END WHERE tenant_id = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`)
 	args = append(args, tenantID)
@@ -1415,7 +1433,7 @@ func AddSightings(ctx context.Context, x db.Ext, tenantID string, add map[string
 	}
 	sv := map[string]int{}
 	for _, p := range ptrs {
-		sv[p.MergedInto] += add[p.ID]
+		sv[p.MergedInto] += n[p.ID]
 	}
 	for _, id := range slices.Sorted(maps.Keys(sv)) {
 		if _, err := x.ExecContext(ctx, `UPDATE leads SET times_seen = times_seen + ? WHERE tenant_id = ? AND id = ?`, sv[id], tenantID, id); err != nil {

@@ -108,7 +108,23 @@ func BenchmarkInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// First-response clocks (issue #27): the bench user's leads and every
+	// 16th other lead were assigned two hours ago, about half overdue and
+	// the rest due within ten minutes, for the Overdue and Due soon views.
+	var clocked int
+	if err := bs.app.DB.GetContext(context.Background(), &clocked, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND first_response_due_at IS NOT NULL`, bs.tenantID); err != nil {
+		b.Fatal(err)
+	}
+	if clocked == 0 {
+		if _, err := bs.app.DB.ExecContext(context.Background(), `UPDATE leads SET assigned_at = UTC_TIMESTAMP() - INTERVAL 2 HOUR,
+				first_response_due_at = IF(RIGHT(id, 1) IN ('A','C','E','G','J','L','N','Q','S','U','W','Y','0','2','4','6'), UTC_TIMESTAMP() - INTERVAL 1 HOUR, UTC_TIMESTAMP() + INTERVAL 10 MINUTE)
+			WHERE tenant_id = ? AND (owner_id IS NOT NULL OR RIGHT(id, 1) IN ('0','1'))`, bs.tenantID); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, c := range []struct{ name, path string }{
+		{"view-overdue", "/leads?view=overdue"},
+		{"view-due-soon", "/leads?view=due_soon"},
 		{"view-mine", "/leads?view=mine"},
 		{"view-due", "/leads?view=due"},
 		{"view-unassigned", "/leads?view=unassigned"},

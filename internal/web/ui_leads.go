@@ -99,6 +99,7 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 	if l.DueAt != nil {
 		v.DueAt = *l.DueAt
 	}
+	v.AssignedAt, v.FirstResponseDueAt, v.FirstRespondedAt = timeOr0(l.AssignedAt), timeOr0(l.FirstResponseDueAt), timeOr0(l.FirstRespondedAt)
 	if canFetch, ok := d.meta[l.SourceID]; ok && l.Name == "" && l.Email == "" && l.Phone == "" {
 		// A Meta webhook carries only ids; the fields come from Graph.
 		v.Pending = leadviews.PendingToken
@@ -174,7 +175,7 @@ func readInboxQuery(q url.Values, me string, admin bool, loc *time.Location, now
 	}
 	out := inboxQuery{shown: f, bad: map[string]string{}}
 	e := f.Effective()
-	lf := leads.Filter{Q: f.Q, ByDue: view.ByDue}
+	lf := leads.Filter{Q: f.Q, ByDue: view.ByDue, SLA: view.SLA}
 	lf.Duplicates = view.Duplicates
 	switch e.Status {
 	case leadviews.FilterAny:
@@ -305,20 +306,29 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.Assignees = append(v.Assignees, components.Option{Value: leads.OwnerNone, Label: "Nobody (unassign)"})
-	for _, l := range page.Items {
+	items, next, nextParam := page.Items, page.NextCursor, "cursor"
+	if v.SLA = iq.filter.SLA; v.SLA != "" {
+		mc := r.URL.Query().Get("mine_cursor")
+		if items, v.Mine, next, nextParam, err = s.mineFirst(ctx, sess.Tenant.ID, sess.User.ID, iq.filter, page, mc); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		v.IsFirst = v.IsFirst && mc == ""
+	}
+	for _, l := range items {
 		v.Leads = append(v.Leads, dir.leadView(l))
 	}
 	if err := s.addRepeats(ctx, sess.Tenant.ID, v.Leads); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
-	if page.NextCursor != "" {
+	if next != "" {
 		href := v.Filters.Href(v.Filters.Status)
 		sep := "?"
 		if strings.Contains(href, "?") {
 			sep = "&"
 		}
-		v.NextHref = href + sep + "cursor=" + page.NextCursor
+		v.NextHref = href + sep + nextParam + "=" + next
 	}
 	v.BulkKey = newFormKey()
 	v.Back = r.URL.RequestURI()
@@ -621,6 +631,7 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	v.Lead = one[0]
+	v.Lead.AssignedByRule, _ = assignedBy(tl, v.Lead.OwnerID)
 	v.Payload, v.PayloadCut = leadviews.PayloadTokens(l.Payload)
 	if v.Note.Key == "" {
 		v.Note.Key = newFormKey()
@@ -705,6 +716,8 @@ func timelineEvent(e leads.TimelineEntry, dir directory) leadviews.Event {
 				ev.To = "a former user"
 			}
 		}
+	case leads.EventAssigned:
+		ev.To, ev.Detail = str("owner_name"), str("rule_name")
 	case leads.EventTagsChanged:
 		ev.Detail = tagsText(d["added"], d["removed"])
 	case leads.EventNoteAdded:

@@ -84,6 +84,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/settings/retention", s.uiRetention)
 				r.Post("/settings/retention", s.uiSaveRetention)
 				s.endpointUIRoutes(r)
+				s.assignmentUIRoutes(r)
 				s.mergeUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)

@@ -122,10 +122,14 @@ func SyncSightings(ctx context.Context, d *sqlx.DB, tenantID string, ids []strin
 			return nil
 		}
 		add := map[string]int{}
+		var leadOrder []string
 		for _, r := range rows {
+			if _, ok := add[r.LeadID]; !ok {
+				leadOrder = append(leadOrder, r.LeadID)
+			}
 			add[r.LeadID] += r.N
 		}
-		if err := leads.AddSightings(ctx, tx, tenantID, add); err != nil {
+		if err := leads.AddSightings(ctx, tx, tenantID, leadOrder, add); err != nil {
 			return err
 		}
 		dids := make([]string, len(rows))

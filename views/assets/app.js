@@ -144,12 +144,15 @@
   }, true);
 
   // ---- narrow screens: keep the current nav tab in view ------------------
+  // (the main nav, and the inbox's row of views: Overdue sits past the edge)
   function revealActiveNav() {
-    var a = document.querySelector(".nav-list a[aria-current='page']");
-    var list = a && a.closest(".nav-list");
-    if (!list || list.scrollWidth <= list.clientWidth) return;
-    var offset = a.getBoundingClientRect().left - list.getBoundingClientRect().left + list.scrollLeft;
-    list.scrollLeft = Math.max(0, offset - (list.clientWidth - a.offsetWidth) / 2);
+    [[".nav-list", ".nav-list a[aria-current='page']"], [".view-tabs ul", ".view-tabs a[aria-current='page']"]].forEach(function (p) {
+      var a = document.querySelector(p[1]);
+      var list = a && a.closest(p[0]);
+      if (!list || list.scrollWidth <= list.clientWidth) return;
+      var offset = a.getBoundingClientRect().left - list.getBoundingClientRect().left + list.scrollLeft;
+      list.scrollLeft = Math.max(0, offset - (list.clientWidth - a.offsetWidth) / 2);
+    });
   }
 
   // ---- charts: crosshair tooltip ---------------------------------------

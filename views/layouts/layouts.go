@@ -117,6 +117,7 @@ func NavItems(u *User) []NavItem {
 			NavItem{Key: "endpoints", Label: "Endpoints", Href: "/settings/endpoints", Admin: true},
 			NavItem{Key: "audit", Label: "Audit log", Href: "/settings/audit", Admin: true},
 			NavItem{Key: "retention", Label: "Retention", Href: "/settings/retention", Admin: true},
+			NavItem{Key: "assignment", Label: "Assignment", Href: "/settings/assignment", Admin: true},
 		)
 	}
 	return items

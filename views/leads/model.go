@@ -26,6 +26,10 @@ type Lead struct {
 	LastSeenAt, SourceCreatedAt     time.Time
 	NextStep                        string    // human-owned follow-up
 	DueAt                           time.Time // zero: no due date
+	// The first-response clock (zero when not assigned by a rule / not
+	// answered yet) and, on the lead page, the rule that chose the owner.
+	AssignedAt, FirstResponseDueAt, FirstRespondedAt time.Time
+	AssignedByRule                                   string
 	// Pending says why a sender's lead has no details yet (PendingMeta,
 	// PendingToken; "" when it has them or is not waiting for any), and
 	// FormID names the sender's form it came from.
@@ -131,6 +135,10 @@ const (
 	ViewUnassigned = "unassigned" // unassigned new leads
 	ViewDue        = "due"        // my follow-ups due today or earlier
 	ViewAll        = "all"
+	// First-response views (docs/ARCHITECTURE.md, "Assignment and first response"): assigned leads nobody has
+	// answered, past or near their due time; the reader's own first.
+	ViewOverdue = "overdue"
+	ViewDueSoon = "due_soon"
 	// ViewDuplicates lists leads with a possible duplicate (PRODUCT.md §5b).
 	ViewDuplicates = "duplicates"
 )
@@ -152,6 +160,9 @@ type View struct {
 	Key, Label string
 	Defaults   Filters
 	ByDue      bool // a to-do list: the most overdue first
+	// SLA narrows to unanswered assigned leads (leads.SLAOverdue,
+	// leads.SLADueSoon); the reader's own come first.
+	SLA string
 	// Duplicates narrows to leads with another lead of the same normalized
 	// email or phone.
 	Duplicates bool
@@ -163,6 +174,8 @@ var Views = []View{
 	{Key: ViewDue, Label: "My follow-ups due", Defaults: Filters{Status: StatusOpen, Owner: OwnerMe, Due: DueToday}, ByDue: true},
 	{Key: ViewUnassigned, Label: "Unassigned new", Defaults: Filters{Status: "new", Owner: "none"}},
 	{Key: ViewAll, Label: "All"},
+	{Key: ViewOverdue, Label: "Overdue", SLA: "overdue"},
+	{Key: ViewDueSoon, Label: "Due soon", SLA: "due_soon"},
 	{Key: ViewDuplicates, Label: "Possible duplicates", Duplicates: true},
 }
 
@@ -307,6 +320,10 @@ type InboxView struct {
 	// Matching is how many leads the filters match (all pages), for
 	// "Select all N matching".
 	Matching StatusCount
+	// SLA is the first-response view's filter ("" in other views); the
+	// first Mine of Leads are the reader's own.
+	SLA  string
+	Mine int
 }
 
 // ViewHref is /leads in another quick view (the search is kept).
