@@ -48,8 +48,9 @@ type Lead struct {
 	AssignedAt         *time.Time `db:"assigned_at" json:"assigned_at"`
 	FirstResponseDueAt *time.Time `db:"first_response_due_at" json:"first_response_due_at"`
 	FirstRespondedAt   *time.Time `db:"first_responded_at" json:"first_responded_at"`
-	// MergedInto is the survivor a merged lead was merged into (PRODUCT.md
-	// §5b); a merged lead has status StatusMerged and is in no list.
+	// MergedInto is the survivor a merged lead was merged into
+	// (docs/ARCHITECTURE.md, "Merged leads"); a merged lead has status
+	// StatusMerged and is in no list.
 	MergedInto *string `db:"merged_into" json:"merged_into,omitempty"`
 }
 

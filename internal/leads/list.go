@@ -44,7 +44,7 @@ type Filter struct {
 	Cursor string // next_cursor of the previous page
 
 	// Duplicates narrows to leads with a possible duplicate: another lead
-	// of the tenant with the same normalized email or phone (PRODUCT.md §5b).
+	// of the tenant with the same normalized email or phone (docs/ARCHITECTURE.md, "Merged leads").
 	Duplicates bool
 
 	slaNow time.Time // "now" of SLA (the service's clock)

@@ -17,7 +17,7 @@ import (
 	"leadpipe/internal/tenants"
 )
 
-// One person across sources (PRODUCT.md §5b): possible duplicates, merge
+// One person across sources (docs/ARCHITECTURE.md, "Merged leads"): possible duplicates, merge
 // and unmerge.
 //
 // A merge never moves rows. The merged leads keep their own row (with
@@ -56,7 +56,7 @@ type Duplicate struct {
 const maxDuplicates = 50
 
 // Duplicates lists the other visible leads of the tenant with the same
-// normalized email or phone as the lead, newest first (PRODUCT.md §5b).
+// normalized email or phone as the lead, newest first (docs/ARCHITECTURE.md, "Merged leads").
 func (s *Service) Duplicates(ctx context.Context, tenantID, id string) ([]Duplicate, error) {
 	l, err := s.Get(ctx, tenantID, id)
 	if err != nil {

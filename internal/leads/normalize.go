@@ -2,7 +2,7 @@ package leads
 
 import "strings"
 
-// Normalized contact keys (PRODUCT.md §5b): what "the same email" and "the
+// Normalized contact keys (docs/ARCHITECTURE.md, "Merged leads"): what "the same email" and "the
 // same phone" mean for possible duplicates. Every statement that writes a
 // lead's email or phone writes these too (leads.email_norm, phone_norm);
 // migration 0711 back-fills older rows with the same rules in SQL.

@@ -557,7 +557,7 @@ func (f Filter) where(tenantID string) (string, []any) {
 			args = append(args, st)
 		}
 	} else {
-		// A merged lead leaves the lists (PRODUCT.md §5b); a status range
+		// A merged lead leaves the lists (docs/ARCHITECTURE.md, "Merged leads"); a status range
 		// never holds one, a walk of every status tests the row.
 		b.WriteString(" AND status <> '" + StatusMerged + "'")
 	}

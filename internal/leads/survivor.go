@@ -10,7 +10,7 @@ import (
 	"leadpipe/internal/db"
 )
 
-// Pointer resolution (PRODUCT.md §5b): a sender record whose natural key
+// Pointer resolution (docs/ARCHITECTURE.md, "Merged leads"): a sender record whose natural key
 // belongs to a merged lead updates that lead's own row, as always (so an
 // unmerge gives it back with what arrived for it since), and its survivor:
 // the survivor's sender-owned fields (under the survivor's own record

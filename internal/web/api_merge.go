@@ -14,7 +14,7 @@ import (
 	"leadpipe/internal/leads"
 )
 
-// Possible duplicates, merge and unmerge (PRODUCT.md §5b); the rules live
+// Possible duplicates, merge and unmerge (docs/ARCHITECTURE.md, "Merged leads"); the rules live
 // in internal/leads/merge.go.
 
 func (s *Server) apiLeadDuplicates(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 )
 
 // The lead page's possible duplicates, the merge picker and unmerge
-// (PRODUCT.md §5b, §10: admins merge). The rules are in
+// (docs/ARCHITECTURE.md, "Merged leads"; admins merge). The rules are in
 // internal/leads/merge.go; these handlers parse, call and render.
 
 // mergeUIRoutes are mounted in the admin group.

@@ -7,7 +7,7 @@ import (
 )
 
 // MergePanels is what the lead page shows about one person across
-// sources (PRODUCT.md §5b): whom this lead was merged into, the leads
+// sources (docs/ARCHITECTURE.md, "Merged leads"): whom this lead was merged into, the leads
 // merged into it (each with an unmerge button for admins) and its possible
 // duplicates (each with a merge link for admins).
 type MergePanels struct {

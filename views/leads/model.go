@@ -139,7 +139,7 @@ const (
 	// answered, past or near their due time; the reader's own first.
 	ViewOverdue = "overdue"
 	ViewDueSoon = "due_soon"
-	// ViewDuplicates lists leads with a possible duplicate (PRODUCT.md §5b).
+	// ViewDuplicates lists leads with a possible duplicate (docs/ARCHITECTURE.md, "Merged leads").
 	ViewDuplicates = "duplicates"
 )
 
