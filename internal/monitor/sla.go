@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 )
@@ -77,27 +80,63 @@ func (s *Service) SLARules(ctx context.Context, tenantID string) (SLARules, erro
 }
 
 // SetSLARules validates and saves the tenant's sla_breach settings; by
-// names who (user or token).
+// names who (user or token). A change is recorded in the audit log
+// (alert_rule.changed, old and new values) in the same transaction.
 func (s *Service) SetSLARules(ctx context.Context, tenantID string, r SLARules, by string) (SLARules, error) {
 	if f := r.Validate(); f != nil {
 		return SLARules{}, apperr.InvalidFields(f)
 	}
 	at := s.now().Truncate(time.Microsecond)
-	if _, err := s.DB.ExecContext(ctx, `INSERT INTO alert_tenant_rules (tenant_id, sla_enabled, sla_min_overdue, sla_for_s, updated_at, updated_by)
+	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		old, err := getSLARules(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO alert_tenant_rules (tenant_id, sla_enabled, sla_min_overdue, sla_for_s, updated_at, updated_by)
 VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE sla_enabled = VALUES(sla_enabled), sla_min_overdue = VALUES(sla_min_overdue),
  sla_for_s = VALUES(sla_for_s), updated_at = VALUES(updated_at), updated_by = VALUES(updated_by)`,
-		tenantID, r.Enabled, r.MinOverdue, r.ForSeconds, at, nullString(by)); err != nil {
+			tenantID, r.Enabled, r.MinOverdue, r.ForSeconds, at, nullString(by)); err != nil {
+			return err
+		}
+		return recordSLAChange(ctx, tx, tenantID, old, r)
+	})
+	if err != nil {
 		return SLARules{}, err
 	}
 	return getSLARules(ctx, s.DB, tenantID)
 }
 
-// ResetSLARules forgets the tenant's saved settings (back to the defaults).
+// ResetSLARules forgets the tenant's saved settings (back to the
+// defaults), recorded in the audit log when something was saved.
 func (s *Service) ResetSLARules(ctx context.Context, tenantID string) (SLARules, error) {
-	if _, err := s.DB.ExecContext(ctx, `DELETE FROM alert_tenant_rules WHERE tenant_id = ?`, tenantID); err != nil {
+	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		old, err := getSLARules(ctx, tx, tenantID)
+		if err != nil || old.Default {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_tenant_rules WHERE tenant_id = ?`, tenantID); err != nil {
+			return err
+		}
+		return recordSLAChange(ctx, tx, tenantID, old, DefaultSLARules())
+	})
+	if err != nil {
 		return SLARules{}, err
 	}
 	return DefaultSLARules(), nil
+}
+
+func recordSLAChange(ctx context.Context, x db.Ext, tenantID string, old, next SLARules) error {
+	type values struct {
+		Enabled    bool `json:"enabled"`
+		MinOverdue int  `json:"min_overdue"`
+		ForSeconds int  `json:"for_seconds"`
+	}
+	o, n := values{old.Enabled, old.MinOverdue, old.ForSeconds}, values{next.Enabled, next.MinOverdue, next.ForSeconds}
+	if o == n {
+		return nil // nothing changed: no audit row
+	}
+	return audit.Record(ctx, x, tenantID, audit.Entry{Action: "alert_rule.changed", TargetType: "alert_rule", TargetID: RuleSLABreach,
+		Detail: map[string]any{"old": o, "new": n}})
 }
 
 func getSLARules(ctx context.Context, x db.Ext, tenantID string) (SLARules, error) {

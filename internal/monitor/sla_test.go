@@ -17,8 +17,8 @@ import (
 // evaluators racing) with an alert.fired event once it is 30 minutes past
 // due; tenant B's lead (4 hours to answer) fires nothing. A's note answers
 // the lead and the next evaluation resolves the alert. The rule's settings
-// are per tenant through the API, validated, and a higher threshold or
-// turning it off keeps it quiet.
+// are per tenant through the API, validated and audited, and a higher
+// threshold or turning it off keeps it quiet.
 func TestSLABreachFiresAndResolves(t *testing.T) {
 	e := apptest.New(t, "monitor_sla", apptest.Options{RedisDB: apptest.RedisMonitor})
 	ctx := context.Background()
@@ -164,6 +164,17 @@ func TestSLABreachFiresAndResolves(t *testing.T) {
 	}
 	if r := e.Do("DELETE", "/api/v1/alert-rules/sla-breach", a.Token, nil); r.Status != 200 {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("DELETE", "/api/v1/alert-rules/sla-breach", a.Token, nil); r.Status != 200 { // already the defaults: no audit row
+		t.Fatalf("reset again: %d %s", r.Status, r.Body)
+	}
+	// Each change (min 2, off, reset) is in A's audit log with its values.
+	var changes []string
+	if err := e.App.DB.SelectContext(ctx, &changes, `SELECT CAST(detail AS CHAR) FROM audit_log WHERE tenant_id = ? AND action = 'alert_rule.changed' ORDER BY at, id`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 3 || !strings.Contains(changes[0], `"min_overdue":2`) || !strings.Contains(changes[1], `"enabled":false`) {
+		t.Fatalf("audit rows: %v", changes)
 	}
 	evaluate(late)
 	if n := len(slaAlerts(a, "open")); n != 1 {
