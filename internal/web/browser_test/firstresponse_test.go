@@ -190,6 +190,17 @@ func TestBrowserFirstResponseOnMonitor(t *testing.T) {
 	admin.do(chromedp.ScrollIntoView(`#first-response`))
 	admin.screenshot("monitor-first-response")
 
+	// The open sla_breach alert on /alerts: named, about the leads, linked
+	// to this section.
+	admin.open("/alerts")
+	if txt := admin.text(`main`); !strings.Contains(txt, "First response overdue") || !strings.Contains(txt, "6 leads wait for a first response 30 min or more past due") {
+		t.Errorf("/alerts does not show the sla alert: %q", txt)
+	}
+	if got := admin.count(`[data-testid="alert-first-response"]`); got != 1 || admin.count(`[data-testid="alert-chart"]`) != 0 {
+		t.Errorf("%d links from the alert to the first-response section (and a source chart's link)", got)
+	}
+	admin.screenshot("alerts-sla-breach")
+
 	// The rule's form: a bad value comes back with its error; a good one
 	// is saved and described.
 	admin.open("/monitor")
