@@ -190,6 +190,13 @@ func TestBrowserFirstResponseOnMonitor(t *testing.T) {
 	admin.do(chromedp.ScrollIntoView(`#first-response`))
 	admin.screenshot("monitor-first-response")
 
+	// The 14-day view.
+	admin.open("/monitor")
+	admin.submit(`[data-testid="fr-days-14"]`)
+	if got := admin.count(`[data-testid="duration-day"]`); got != 14 || !strings.Contains(admin.location(), "fr_days=14") {
+		t.Errorf("14-day view: %d days at %s", got, admin.location())
+	}
+
 	// The open sla_breach alert on /alerts: named, about the leads, linked
 	// to this section.
 	admin.open("/alerts")
