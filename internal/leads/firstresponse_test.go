@@ -207,7 +207,7 @@ func BenchmarkResponseStats(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	svc := leads.NewService(d, deliveries.NewStore(d))
+	svc := leads.NewService(d, webhooks.NewReads(d), nil)
 	stats := func(b *testing.B) {
 		for b.Loop() {
 			st, err := svc.ResponseStats(ctx, tenant, 30, time.UTC, now)
