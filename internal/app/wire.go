@@ -66,6 +66,7 @@ func (a *App) wire(ctx context.Context) error {
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
 	mon.Now = a.Now
 	mon.Fired = alertEvents{outbox}
+	mon.Leads = ls // the sla_breach rule counts overdue leads
 
 	a.Events = &events.Service{
 		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.Now,

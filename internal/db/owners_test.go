@@ -22,7 +22,7 @@ var tableOwners = map[string]string{
 	"event_endpoints":  "internal/events", "event_endpoint_secrets": "internal/events", "events": "internal/events",
 	"event_sequences": "internal/events", "event_deliveries": "internal/events", "event_attempts": "internal/events",
 	"source_stats_minute": "internal/monitor", "source_stats_hour": "internal/monitor", "source_stats_day": "internal/monitor",
-	"alert_rules": "internal/monitor", "alerts": "internal/monitor", "alert_events": "internal/monitor",
+	"alert_rules": "internal/monitor", "alerts": "internal/monitor", "alert_events": "internal/monitor", "alert_tenant_rules": "internal/monitor",
 	"audit_log":          "internal/audit",
 	"retention_settings": "internal/retention", "retention_cursors": "internal/retention",
 	"rejections":   "internal/rejections",

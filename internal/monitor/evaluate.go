@@ -66,9 +66,27 @@ func (s *Service) Evaluate(ctx context.Context, now time.Time) error {
 
 type openKey struct{ source, rule string }
 
-// EvaluateTenant is Evaluate for one tenant.
+// EvaluateTenant is Evaluate for one tenant: the tenant's own rules
+// (sla_breach), then its sources'.
 func (s *Service) EvaluateTenant(ctx context.Context, tenantID string, now time.Time) error {
 	now = now.UTC().Truncate(time.Microsecond)
+	openList, err := listOpenAlerts(ctx, s.DB, tenantID)
+	if err != nil {
+		return err
+	}
+	open := make(map[openKey]Alert, len(openList))
+	for _, a := range openList {
+		open[openKey{a.SourceID, a.Rule}] = a
+	}
+	var slaErr error
+	if err := s.evaluateSLA(ctx, tenantID, now, open); err != nil {
+		slaErr = fmt.Errorf("%s: %w", RuleSLABreach, err)
+	}
+	return errors.Join(slaErr, s.evaluateSources(ctx, tenantID, now, open))
+}
+
+// evaluateSources checks every rule of every source of the tenant.
+func (s *Service) evaluateSources(ctx context.Context, tenantID string, now time.Time, open map[openKey]Alert) error {
 	srcs, err := s.Sources.List(ctx, tenantID)
 	if err != nil || len(srcs) == 0 {
 		return err
@@ -84,14 +102,6 @@ func (s *Service) EvaluateTenant(ctx context.Context, tenantID string, now time.
 	win, base, err := s.windowSums(ctx, tenantID, ids, rules, now)
 	if err != nil {
 		return err
-	}
-	openList, err := listOpenAlerts(ctx, s.DB, tenantID)
-	if err != nil {
-		return err
-	}
-	open := make(map[openKey]Alert, len(openList))
-	for _, a := range openList {
-		open[openKey{a.SourceID, a.Rule}] = a
 	}
 	end := now.Truncate(time.Minute)
 	var errs []error
@@ -130,7 +140,7 @@ type alertDetail map[string]any
 func severity(rule string, d map[string]any) float64 {
 	key := map[string]string{RuleDuplicateSpike: "rate", RuleSignatureRejections: "rejected",
 		RuleDeadLetters: "dead_letters", RuleWebhookLoss: "reconcile_new",
-		RuleProcessingFailures: "processing_failures"}[rule]
+		RuleProcessingFailures: "processing_failures", RuleSLABreach: "overdue"}[rule]
 	switch v := d[key].(type) {
 	case float64:
 		return v

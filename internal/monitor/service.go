@@ -33,6 +33,10 @@ type Service struct {
 	// alert (outbound alert.fired events are written there: the events
 	// area's outbox); nil: nobody.
 	Fired FiredSink
+
+	// Leads answers the sla_breach rule's question (overdue first
+	// responses); nil: the rule is not evaluated. Wired in internal/app.
+	Leads FirstResponses
 }
 
 // FiredSink is told of each alert in the transaction that fires it.

@@ -120,6 +120,45 @@ func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, out)
 }
 
+// getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
+// sla_breach rule.
+func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
+	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, rules)
+}
+
+// putSLARule overlays the fields sent on the current sla_breach rule.
+func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
+	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	if err := DecodeJSON(w, r, &rules); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) resetSLARule(w http.ResponseWriter, r *http.Request) {
+	out, err := s.Monitor.ResetSLARules(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
 // actor names the principal for audit columns: a user id, or the token.
 func actor(r *http.Request) string {
 	p, _ := PrincipalFrom(r.Context())

@@ -34,6 +34,12 @@ func (s *Server) openAlerts(ctx context.Context, tenantID string) int {
 }
 
 func (s *Server) uiMonitor(w http.ResponseWriter, r *http.Request) {
+	s.renderMonitor(w, r, http.StatusOK, nil)
+}
+
+// renderMonitor draws the monitoring overview; slaForm holds a rejected
+// first-response rule form to show again (422).
+func (s *Server) renderMonitor(w http.ResponseWriter, r *http.Request, status int, slaForm *monviews.RulesForm) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	now := time.Now()
@@ -57,8 +63,15 @@ func (s *Server) uiMonitor(w http.ResponseWriter, r *http.Request) {
 		v.Duplicates += o.Duplicates
 		v.OpenAlerts += o.OpenAlerts
 	}
+	if v.FirstResponse, err = s.firstResponseView(ctx, sess.Tenant.ID, sess.User, r.URL.Query(), now, slaForm); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	if v.FirstResponse.Alerting {
+		v.OpenAlerts++ // the tenant's sla_breach alert is not about a source
+	}
 	v.Page = s.page(w, r, "Monitoring", "monitor")
-	s.render(w, r, http.StatusOK, monviews.Overview(v))
+	s.render(w, r, status, monviews.Overview(v))
 }
 
 // weightedRate is the duplicate rate of hourly rates weighted by their
@@ -409,6 +422,8 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 			var d struct{ URL string }
 			_ = json.Unmarshal(a.Detail, &d)
 			row.SourceName, row.SubjectHref = cmp.Or(d.URL, "an outbound endpoint"), "/settings/endpoints/"+a.SourceID
+		case a.Rule == monitor.RuleSLABreach: // about the tenant's leads, not a source
+			row.SourceName, row.SubjectHref = "leads waiting for a first response", "/monitor#first-response"
 		case row.SourceName == "":
 			row.SourceName = "a deleted source"
 		}
@@ -443,7 +458,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	bySource := map[string]*series{}
 	for _, a := range list {
-		if now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled { // about an endpoint, not a source
+		if now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach { // not about a source
 			continue
 		}
 		from, to := alertZoom(a, now)
@@ -472,7 +487,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	for i, a := range list {
 		sr := bySource[a.SourceID]
-		if sr == nil || now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled {
+		if sr == nil || now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach {
 			continue
 		}
 		from, to := alertZoom(a, now)

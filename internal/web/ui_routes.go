@@ -89,6 +89,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
 				r.Post("/monitor/sources/{id}/rules", s.uiSaveRules)
+				r.Post("/monitor/first-response/rule", s.uiSaveSLARule)
 				r.Get("/alerts", s.uiAlerts)
 				r.Post("/alerts/{id}/ack", s.uiAckAlert)
 			})
