@@ -64,6 +64,11 @@ const (
 type BatchRecord struct {
 	SourceID string
 	SenderRecord
+	// SkipUnchanged: a record that would change no sender-owned field
+	// writes nothing at all (no last_seen_at, no order key): a CSV
+	// re-import (internal/imports) rewrites no row. A webhook record is a
+	// sighting and never sets it.
+	SkipUnchanged bool
 }
 
 // UpsertOutcome is what became of one record of a batch.
@@ -264,6 +269,9 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUpdated}
 		default:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
+			if recs[i].SkipUnchanged && r.Sightings == 0 {
+				continue
+			}
 		}
 		row[1] = st.ID
 		upArgs = append(upArgs, row...)
