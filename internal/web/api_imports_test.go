@@ -123,11 +123,11 @@ func TestImportCSV(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		fmt.Fprintf(&f, "p%03d@acme.test,Person %d,+44 20 7946 %04d,Acme,\"a, b\",\"line one\nline two\"\n", i, i, i)
 	}
-	f.WriteString("ragged@acme.test,Too,Few\n")                                     // row 121: ragged
-	f.WriteString("not-an-email,Bad Email,,,,\n")                                    // row 122
-	f.WriteString("badphone@acme.test,Bad Phone,call me maybe,,,\n")                // row 123
-	f.WriteString(",No Key,,,,\n")                                                   // row 124
-	f.WriteString("P000@ACME.test,Person 0 renamed,,,,\n")                           // row 125: same lead as row 1, updated
+	f.WriteString("ragged@acme.test,Too,Few\n")                                    // row 121: ragged
+	f.WriteString("not-an-email,Bad Email,,,,\n")                                  // row 122
+	f.WriteString("badphone@acme.test,Bad Phone,call me maybe,,,\n")               // row 123
+	f.WriteString(",No Key,,,,\n")                                                 // row 124
+	f.WriteString("P000@ACME.test,Person 0 renamed,,,,\n")                         // row 125: same lead as row 1, updated
 	f.WriteString("=cmd@acme.test,\"=HYPERLINK(\"\"x\"\")\",+1 555 0100,Evil,,\n") // row 126: a valid email, a formula name
 	body := f.Bytes()
 
