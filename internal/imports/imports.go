@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -36,6 +37,9 @@ const (
 	StateRunning   = "running"
 	StateSucceeded = "succeeded"
 	StateFailed    = "failed"
+	// StateDraft is an upload from the web UI waiting for its column
+	// mapping to be confirmed (Start); its rows are not applied yet.
+	StateDraft = "draft"
 )
 
 // Import is one row of imports.
@@ -154,6 +158,9 @@ type CreateInput struct {
 	Filename   string
 	NaturalKey string            // column name; "" = the email column
 	Mapping    map[string]string // header name → field
+	// Draft stores the file without running it: the UI shows a preview and
+	// the mapping, and Start runs it.
+	Draft bool
 }
 
 // Create stores an upload as an import (its file, its plan, an audit
@@ -161,6 +168,9 @@ type CreateInput struct {
 // run. Invalid (422): a mapping or natural key the header does not allow.
 func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput, once idempotency.Once[View]) (View, error) {
 	plan, err := NewPlan(in.File.Header, in.Mapping, in.NaturalKey)
+	if err != nil && in.Draft {
+		plan, err = draftPlan(in.File.Header), nil // the mapping is chosen before Start
+	}
 	if err != nil {
 		return View{}, err
 	}
@@ -178,7 +188,10 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput, o
 		NaturalKey: plan.Header[plan.NaturalKey], Plan: planJSON, Size: in.File.Size, Chunks: in.File.numChunks(),
 		SHA256: hex.EncodeToString(in.File.SHA256[:]), Rows: in.File.Rows, CreatedBy: clipRunes(actor.Name, 255),
 		CreatedAt: now, UpdatedAt: now}
-	if im.Rows == 0 {
+	switch {
+	case in.Draft:
+		im.State = StateDraft
+	case im.Rows == 0:
 		im.State, im.FinishedAt = StateSucceeded, &now
 	}
 	v, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (View, error) {
@@ -204,6 +217,82 @@ func (s *Service) Create(ctx context.Context, tenantID string, in CreateInput, o
 		s.enqueue(ctx, tenantID, im.ID)
 	}
 	return v, nil
+}
+
+// Start runs a draft import with the mapping and natural key chosen on
+// the preview (Invalid when the header does not allow them). Starting an
+// import already started changes nothing (a double click).
+func (s *Service) Start(ctx context.Context, tenantID, id string, mapping map[string]string, naturalKey string) (View, error) {
+	var started bool
+	var im Import
+	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var err error
+		started = false
+		if im, err = lockDraft(ctx, tx, tenantID, id); err != nil || im.State != StateDraft {
+			return err
+		}
+		var old Plan
+		if err := json.Unmarshal(im.Plan, &old); err != nil {
+			return err
+		}
+		plan, err := NewPlan(old.Header, mapping, naturalKey)
+		if err != nil {
+			return err
+		}
+		if im.Plan, err = json.Marshal(plan); err != nil {
+			return err
+		}
+		im.NaturalKey, im.State, im.UpdatedAt = plan.Header[plan.NaturalKey], StateRunning, s.now()
+		if im.Rows == 0 {
+			im.State, im.FinishedAt = StateSucceeded, &im.UpdatedAt
+		}
+		started = true
+		return startDraft(ctx, tx, im)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	if started && im.State == StateRunning {
+		s.enqueue(ctx, tenantID, id)
+	}
+	return im.View(), nil
+}
+
+// Preview is a draft's header, its first rows and the plan proposed for it.
+type Preview struct {
+	Plan Plan
+	Rows [][]string
+}
+
+// Preview reads the first rows of an import's stored file (at most
+// PreviewRows, from its first piece).
+func (s *Service) Preview(ctx context.Context, tenantID, id string) (Preview, error) {
+	im, err := getImport(ctx, s.DB, tenantID, id)
+	if err != nil {
+		return Preview{}, err
+	}
+	var p Preview
+	if err := json.Unmarshal(im.Plan, &p.Plan); err != nil {
+		return Preview{}, err
+	}
+	if im.Chunks == 0 {
+		return p, nil
+	}
+	cr := newCSVReader(&chunkReader{ctx: ctx, db: s.DB, tenantID: tenantID, importID: id, n: 1})
+	if _, err := cr.Read(); err != nil {
+		return p, nil
+	}
+	for len(p.Rows) < PreviewRows {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil && rec == nil {
+			break // a row cut by the end of the first piece, or not valid CSV
+		}
+		p.Rows = append(p.Rows, rec)
+	}
+	return p, nil
 }
 
 // Get returns one import of the tenant (NotFound for another tenant's).

@@ -136,3 +136,18 @@ func ParseMapping(raw string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// draftPlan is the default plan of a header whose defaults do not make a
+// valid one yet (no email column): the first column is proposed as the
+// natural key.
+func draftPlan(header []string) Plan {
+	p := Plan{Header: header, Fields: make([]string, len(header)), Mapping: map[string]string{}}
+	for i, h := range header {
+		p.Fields[i] = DefaultField(h)
+		p.Mapping[h] = p.Fields[i]
+		if p.Fields[i] == FieldEmail && p.NaturalKey == 0 {
+			p.NaturalKey = i
+		}
+	}
+	return p
+}

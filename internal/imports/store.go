@@ -119,3 +119,18 @@ func stalledImports(ctx context.Context, x db.Ext, tenantID string, before time.
 		tenantID, before)
 	return out, err
 }
+
+// lockDraft reads an import and locks its row.
+func lockDraft(ctx context.Context, x db.Ext, tenantID, id string) (Import, error) {
+	var im Import
+	err := x.GetContext(ctx, &im, `SELECT `+importCols+` FROM imports WHERE tenant_id = ? AND id = ? FOR UPDATE`, tenantID, id)
+	return im, db.MapErr(err, "import not found", "")
+}
+
+// startDraft writes a draft's confirmed plan and its new state.
+func startDraft(ctx context.Context, x db.Ext, im Import) error {
+	_, err := x.ExecContext(ctx, `UPDATE imports SET mapping = ?, natural_key = ?, state = ?, updated_at = ?, finished_at = ?
+		WHERE tenant_id = ? AND id = ? AND state = 'draft'`,
+		string(im.Plan), im.NaturalKey, im.State, im.UpdatedAt, im.FinishedAt, im.TenantID, im.ID)
+	return err
+}
