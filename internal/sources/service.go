@@ -491,6 +491,9 @@ func (s *Service) resolve(ctx context.Context, tenantSlug, sourceSlug string) (R
 	if err != nil {
 		return Resolved{}, err
 	}
+	if src.Kind == KindImport { // takes no webhooks: answered as an unknown source
+		return Resolved{}, apperr.New(apperr.NotFound, "source not found")
+	}
 	secrets, err := s.Secrets(ctx, tenantID, src.ID)
 	if err != nil {
 		return Resolved{}, err

@@ -210,6 +210,13 @@ func TestImportCSV(t *testing.T) {
 		t.Fatalf("a re-import rewrote leads: checksum %s → %s", before, after)
 	}
 
+	// The import source takes no webhooks: the same 404 as an unknown source.
+	hook := e.Do("POST", "/hooks/acme/import", "", map[string]any{"id": "x"})
+	unknown := e.Do("POST", "/hooks/acme/no-such-source", "", map[string]any{"id": "x"})
+	if hook.Status != 404 || unknown.Status != 404 || string(hook.Body) != string(unknown.Body) {
+		t.Fatalf("webhook to the import source: %d %s (unknown source: %d %s)", hook.Status, hook.Body, unknown.Status, unknown.Body)
+	}
+
 	// Another tenant: 404 on every route of the import.
 	for _, p := range []string{"/api/v1/imports/" + im.ID, "/api/v1/imports/" + im.ID + "/errors", "/api/v1/imports/" + im.ID + "/errors.csv"} {
 		if r := e.Do("GET", p, b.Token, nil); r.Status != 404 {
