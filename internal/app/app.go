@@ -18,7 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"leadpipe/internal/atrest"
-	"leadpipe/internal/audit"
 	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
@@ -30,7 +29,6 @@ import (
 	"leadpipe/internal/tracing"
 	"leadpipe/internal/web"
 	"leadpipe/internal/webhooks"
-	"leadpipe/internal/webhooks/deliveries"
 )
 
 // App holds every long-lived dependency.
@@ -49,7 +47,7 @@ type App struct {
 	QueueRedis *jobs.PipelinedClient
 	Jobs       *jobs.Registry
 
-	Stats     monitor.Sink // set by wireMonitor; Discard until then
+	Stats     monitor.Sink // the monitor's recorder once wired; Discard until then
 	Ingest    *webhooks.Ingest
 	Processor *webhooks.Processor
 
@@ -99,8 +97,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	log.Debug("redis", "target", cfg.Redis.String())
 	// Enqueues share pipelines (one round trip for tasks enqueued at the
 	// same moment); the Asynq client uses the connection pool of a.RDB.
-	a.QueueRedis = jobs.NewPipelinedClient(a.RDB, 1)
-	a.QueueRedis.Linger = 500 * time.Microsecond // enqueues happen after the answer: waiting costs no sender anything
+	// Enqueues happen after the answer: a 500 µs linger costs no sender
+	// anything.
+	a.QueueRedis = jobs.NewPipelinedClient(a.RDB, 1, 500*time.Microsecond)
 	a.Queue = asynq.NewClientFromRedisClient(a.QueueRedis)
 	a.closers = append(a.closers, func() { a.QueueRedis.Close(); a.RDB.Close() })
 	if err := a.claimRedis(ctx); err != nil {
@@ -108,12 +107,6 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		return nil, err
 	}
 
-	a.Tenants = tenants.NewService(a.DB)
-	a.Tenants.Now = a.Now
-	a.Sources = sources.NewService(a.DB, box, cfg.BaseURL)
-	a.Sources.Now = a.Now
-	a.Web = &web.Server{Log: log, Cfg: cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
-		Deliveries: deliveries.NewStore(a.DB), Audit: &audit.Service{DB: a.DB}}
 	if err := a.wire(ctx); err != nil {
 		a.Close()
 		return nil, err

@@ -26,7 +26,7 @@ func TestAsynqFeaturesOnCluster(t *testing.T) {
 	opt := jobs.RedisConnOpt(target)
 	rc := jobs.NewRedisClient(opt)
 	defer rc.Close()
-	client := asynq.NewClientFromRedisClient(jobs.NewPipelinedClient(rc, 1))
+	client := asynq.NewClientFromRedisClient(jobs.NewPipelinedClient(rc, 1, 0))
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
 	ctx := context.Background()

@@ -12,13 +12,11 @@ import (
 //
 // The default, shared, is half of the CPUs, at least one. The server and
 // the worker are front ends to MySQL, which does most of the work of a
-// delivery (CPU per lead at 3,300 deliveries/s on 2 cores: server 150 µs,
-// worker 70 µs, MariaDB 260 µs), and in every deployment we ship (the
-// README's run command, docker-compose) they share the machine with it.
-// With one P per CPU each Go process keeps threads spinning for work and
-// wakes them on every core; with half, on the 2-core machine, the server
-// spent 13 % and the worker 13 % less CPU per lead at the same load and
-// the acknowledgement's p99 fell (docs/BENCHMARKS.md, 2026-12-02).
+// delivery, and in every deployment we ship (the README's run command,
+// docker-compose) they share the machine with it. With one P per CPU each
+// Go process keeps threads spinning for work and wakes them on every core;
+// with half, each spends less CPU per lead and the acknowledgement's p99
+// falls (docs/BENCHMARKS.md, "Settings and the numbers behind them").
 func SetProcs(cfg *config.Config, getenv func(string) string) int {
 	if getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)

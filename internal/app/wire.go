@@ -1,15 +1,317 @@
 package app
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"time"
 
-// wire connects the subsystems: services, routes, task handlers and
-// periodic tasks. Each area has its own wire_<area>.go. Monitor goes first:
-// it sets a.Stats, which ingest and reconcile record into.
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/audit"
+	"leadpipe/internal/db"
+	"leadpipe/internal/events"
+	"leadpipe/internal/idempotency"
+	"leadpipe/internal/imports"
+	"leadpipe/internal/jobs"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/monitor"
+	"leadpipe/internal/outbound"
+	"leadpipe/internal/privacy"
+	"leadpipe/internal/reconcile"
+	"leadpipe/internal/rejections"
+	"leadpipe/internal/retention"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/web"
+	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// QueuesPath is where operators find the Asynq dashboard.
+const QueuesPath = "/admin/queues"
+
+// EventsConcurrency is the Asynq concurrency of the events queue's own
+// server: delivery attempts wait on the network, and MaxInFlight (8) per
+// endpoint keeps one slow endpoint to a few of these workers.
+const EventsConcurrency = 64
+
+// wire builds every service in dependency order, each complete when it is
+// built (what it needs of another area is passed in as a small interface,
+// never set afterwards), then the HTTP server from all of them, then the
+// task handlers and periodic tasks.
 func (a *App) wire(ctx context.Context) error {
-	for _, f := range []func(context.Context) error{a.wireMonitor, a.wireIngest, a.wireLeads, a.wireImports, a.wireReconcile, a.wireEvents, a.wireRetention, a.wireUI} {
-		if err := f(ctx); err != nil {
-			return err
+	allowPrivate := a.Cfg.AllowPrivateTargets
+	checkURL := func(u string) error { return outbound.CheckURL(u, allowPrivate) }
+
+	// Counters first: ingest, reconcile and the monitor record into them.
+	rec := a.startRecorder()
+	a.Stats = rec
+	// Outbound events are written in the transaction of the change that
+	// causes them, by whichever area makes it.
+	outbox := &events.Outbox{Now: a.Now}
+
+	a.Tenants = tenants.NewService(a.DB)
+	a.Tenants.Now = a.Now
+	a.Sources = sources.NewService(a.DB, a.Box, a.Cfg.BaseURL, sources.Checks{
+		ValidateConfig: kinds.ValidateConfig, ValidateSecret: kinds.ValidateSecret,
+		GenerateSecret: generateSecret, CheckURL: checkURL,
+	})
+	a.Sources.Now = a.Now
+
+	reads := webhooks.NewReads(a.DB)
+	ls := leads.NewService(a.DB, reads, leadEvents{outbox})
+	ls.Now = a.Now
+
+	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
+	mon.Now = a.Now
+	mon.Fired = alertEvents{outbox}
+
+	a.Events = &events.Service{
+		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.Now,
+		Log: a.Log.With("component", "events"), CheckURL: checkURL, Alerts: mon,
+		Tenants: func(ctx context.Context) ([]string, error) {
+			var ids []string
+			err := a.Tenants.ForEach(ctx, func(id string) error { ids = append(ids, id); return nil })
+			return ids, err
+		},
+	}
+
+	// Reconcile applies sender records through exactly the webhook path
+	// (webhooks.Apply) and tells the leads service what changed.
+	rc := &reconcile.Service{
+		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: rec, Now: a.Now, Leads: ls,
+		Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate}),
+		Log:    a.Log.With("component", "reconcile"),
+	}
+
+	claimer, err := a.buildIngest(ls, rc)
+	if err != nil {
+		return err
+	}
+
+	idemStore := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
+	idemStore.SetClock(a.Now)
+	idemStore.Log = a.Log.With("component", "idempotency")
+	idemStore.EachTenant = a.Tenants.ForEach
+
+	a.Retention = retention.NewService(a.DB, a.Tenants.ForEach, RetentionPurgers(), a.Log.With("component", "retention"))
+	a.Retention.Now = a.Now
+
+	// CSV imports apply their rows through the webhooks' batch upsert as
+	// the tenant's import source; ls writes what they changed.
+	imp := imports.NewService(a.DB, a.Sources, ls.SenderChanged, a.Queue, a.Tenants.ForEach,
+		a.Log.With("component", "imports"), a.Now)
+
+	metrics := a.metricsHandler(rec)
+
+	a.Web = &web.Server{
+		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
+		Leads: ls, Deliveries: reads, Monitor: mon, Reconcile: rc, Events: a.Events,
+		Audit:      &audit.Service{DB: a.DB},
+		Privacy:    privacy.NewService(a.DB, ls, a.Sources, a.Now),
+		Retention:  a.Retention,
+		Rejections: &rejections.Service{DB: a.DB, Now: a.Now},
+		Imports:    imp,
+		Idem: &idempotency.Middleware{
+			Store:  idemStore,
+			Tenant: web.Tenant,
+			WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
+				web.WriteError(w, r, a.Log, err)
+			},
+			MaxBody: web.MaxAPIBody,
+		},
+		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
+		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer},
+		Metrics:     metrics,
+		Extra:       a.operatorRoutes(),
+	}
+
+	a.registerTasks(mon, rc, idemStore)
+	a.registerImportTasks(imp)
+	return nil
+}
+
+// generateSecret makes a fresh secret in a kind's format ("" when the
+// kind has none to make).
+func generateSecret(kind string) string {
+	s, err := kinds.GenerateSecret(kind)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// leadEvents writes the leads service's events to the outbox.
+type leadEvents struct{ o *events.Outbox }
+
+func (e leadEvents) Emit(ctx context.Context, tx db.Ext, tenantID, typ string, l leads.Lead) error {
+	return e.o.Emit(ctx, tx, tenantID, events.Event{Type: typ, ResourceID: l.ID, Data: l})
+}
+
+func (e leadEvents) Wants(ctx context.Context, x db.Ext, tenantID string) (func(string) bool, error) {
+	return e.o.Wants(ctx, x, tenantID)
+}
+
+// alertEvents writes alert.fired to the outbox.
+type alertEvents struct{ o *events.Outbox }
+
+func (e alertEvents) AlertFired(ctx context.Context, tx db.Ext, tenantID string, al monitor.Alert) error {
+	return e.o.Emit(ctx, tx, tenantID, events.Event{Type: events.AlertFired, ResourceID: al.ID, Data: al})
+}
+
+// startRecorder starts the monitor's counters (flushed each second, at
+// shutdown and, last, before the database closes).
+func (a *App) startRecorder() *monitor.Recorder {
+	rec := monitor.NewRecorder(a.DB, a.Log.With("component", "monitor"))
+	rec.Start()
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rec.Flush(ctx) })
+	a.closers = append(a.closers, func() { // before the DB closes
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := rec.Close(ctx); err != nil {
+			a.Log.Warn("monitor: final flush failed; counters of the last seconds are lost", "err", err)
+		}
+	})
+	return rec
+}
+
+// buildIngest builds the webhook path (claimer, dispatcher, sightings,
+// rejected-request sampler) and the worker's processor, which tells ls
+// what each batch did and rc of each committed webhook upsert (Meta
+// enrichment).
+func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.Claimer, error) {
+	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
+	a.flushers = append(a.flushers, dispatch.Flush)
+	// Duplicates are counted on their delivery by the claim itself; the
+	// leads' times_seen follows within half a second.
+	sightings := &webhooks.Sightings{DB: a.DB, Log: a.Log}
+	sctx, stop := context.WithCancel(context.Background())
+	sdone := make(chan struct{})
+	go func() { defer close(sdone); sightings.Run(sctx) }()
+	a.closers = append(a.closers, func() { stop(); <-sdone })
+	// Duplicates answered from memory are written by the claimer's flush
+	// (at shutdown before the sightings' last flush, which they feed).
+	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log}
+	a.flushers = append(a.flushers, func(ctx context.Context) {
+		if err := claimer.Shutdown(ctx); err != nil {
+			a.Log.Error("writing the last duplicate counts failed", "err", err)
+		}
+	})
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
+
+	rejected := rejections.NewRecorder(a.DB, a.Log.With("component", "rejections"))
+	rejected.Start()
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rejected.Flush(ctx) })
+	a.closers = append(a.closers, func() { // before the DB closes
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rejected.Close(ctx)
+	})
+
+	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
+		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.Now}
+	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
+		Leads: ls, Enricher: rc,
+		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
+	return claimer, nil
+}
+
+// metricsHandler serves GET /metrics (on LEADPIPE_ADDR and cmd/worker's
+// LEADPIPE_WORKER_ADDR, behind LEADPIPE_METRICS_TOKEN when it is set).
+func (a *App) metricsHandler(rec *monitor.Recorder) http.Handler {
+	insp := asynq.NewInspector(a.Redis)
+	a.closers = append(a.closers, func() { _ = insp.Close() })
+	return monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
+		QueueSet: []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueLow}, Log: a.Log})
+}
+
+// operatorRoutes mounts the Asynq dashboard for the platform operator
+// when an operator token is configured.
+func (a *App) operatorRoutes() []func(r web.Router) {
+	if a.Cfg.AdminToken == "" {
+		return nil
+	}
+	h := asynqmon.New(asynqmon.Options{RootPath: QueuesPath, RedisConnOpt: a.Redis})
+	a.closers = append(a.closers, func() { _ = h.Close() })
+	return []func(r web.Router){func(r web.Router) {
+		// Unsafe requests (the dashboard's delete/run/archive buttons)
+		// pass the same cross-origin protection as every other form: the
+		// operator's Basic credentials are resent by browsers cross-site,
+		// so a foreign page must not be able to use them.
+		csrf := http.NewCrossOriginProtection()
+		r.Group(func(r web.Router) {
+			r.Use(csrf.Handler)
+			r.Use(a.Web.RequireOperator)
+			r.Mount(h.RootPath(), h)
+		})
+	}}
+}
+
+// registerTasks gives the worker every task handler and periodic task.
+func (a *App) registerTasks(mon *monitor.Service, rc *reconcile.Service, idem *idempotency.Store) {
+	j := a.Jobs
+	j.Handle(monitor.TypeEvaluate, mon.HandleEvaluate)
+	j.Every(jobs.Periodic{Type: monitor.TypeEvaluate, Every: time.Minute, Queue: jobs.QueueDefault})
+	j.Handle(monitor.TypePurge, mon.HandlePurge)
+	j.Every(jobs.Periodic{Type: monitor.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+
+	j.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
+	j.OnFailure(webhooks.TypeProcessDelivery, a.Processor.HandleFinalFailure)
+	j.Handle(webhooks.TypeProcessBatch, a.Processor.HandleBatch)
+	j.OnFailure(webhooks.TypeProcessBatch, a.Processor.HandleFinalFailure)
+	sweepAfter := a.Cfg.SweepAfter
+	j.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
+		_, err := a.Processor.Sweep(ctx, sweepAfter)
+		return err
+	})
+	j.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})
+
+	j.Handle(idempotency.TypePurge, idem.HandlePurge)
+	j.Every(jobs.Periodic{Type: idempotency.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+
+	j.Handle(reconcile.TypeTick, rc.HandleTick)
+	j.Handle(reconcile.TypeSource, rc.HandleSource)
+	j.Handle(reconcile.TypeEnrich, rc.HandleEnrich)
+	j.Handle(reconcile.TypePurge, rc.HandlePurge)
+	j.Every(jobs.Periodic{Type: reconcile.TypeTick, Every: time.Minute, Queue: jobs.QueueDefault})
+	j.Every(jobs.Periodic{Type: reconcile.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+
+	j.Handle(events.TypeDeliver, a.Events.HandleDeliver)
+
+	j.Handle(retention.TypePurge, a.Retention.HandlePurge)
+	j.Every(jobs.Periodic{Type: retention.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+}
+
+// runEvents starts the events queue's Asynq server and the relay (with its
+// sweeper); the returned function stops them.
+func (a *App) runEvents(ctx context.Context) (stop func(), err error) {
+	srv := jobs.NewEventsServer(a.Redis, a.Log, EventsConcurrency, events.Queue)
+	if err := srv.Start(a.Jobs.Mux()); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); (&events.Relay{S: a.Events}).Run(rctx) }()
+	return func() { cancel(); <-done; srv.Shutdown() }, nil
+}
+
+// RetentionPurgers adapts the owners' batch purges (webhooks, events) to
+// the retention service.
+func RetentionPurgers() retention.Purgers {
+	wh := func(f func(context.Context, *sqlx.DB, string, string, string, time.Time, int) (webhooks.PurgeBatch, error)) retention.BatchFunc {
+		return func(ctx context.Context, d *sqlx.DB, t, after, bound string, before time.Time, n int) (retention.Batch, error) {
+			b, err := f(ctx, d, t, after, bound, before, n)
+			return retention.Batch{Last: b.Last, Scanned: b.Scanned, Changed: b.Changed}, err
 		}
 	}
-	return nil
+	return retention.Purgers{
+		Payloads:    wh(webhooks.PurgePayloads),
+		DeadLetters: wh(webhooks.PurgeDeadLetters),
+		Events: func(ctx context.Context, d *sqlx.DB, t, after, bound string, before time.Time, n int) (retention.Batch, error) {
+			b, err := events.PurgeEvents(ctx, d, t, after, bound, before, n)
+			return retention.Batch{Last: b.Last, Scanned: b.Scanned, Changed: b.Deleted, Busy: b.Busy}, err
+		},
+	}
 }

@@ -39,6 +39,11 @@ const (
 	RedisApp
 	RedisTracing
 	RedisRetention
+	// RedisSecond is for a second app a test opens while its first still
+	// runs (apptest.New flushes its Redis database, which would take the
+	// first one's queues and its claim on the database). 14 is
+	// cmd/benchingest's default.
+	RedisSecond = 15
 )
 
 // Options tune an Env.

@@ -14,7 +14,7 @@ import (
 const Erased = "[erased]"
 
 // Redact removes a person's data from the tenant's audit rows, in the
-// caller's transaction (the erasure's, PRODUCT.md §5c): every string value
+// caller's transaction (the erasure's, docs/ARCHITECTURE.md, "Personal data"): every string value
 // of a row's detail that contains one of needles, in any
 // case, has it replaced with Erased. Rows are never deleted, and what
 // happened, by whom and when stays. Detail only holds what callers put

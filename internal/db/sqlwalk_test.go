@@ -41,7 +41,6 @@ import (
 var tenantKeyExceptions = map[string]string{
 	// Before a tenant is known: the request names a slug or an email.
 	"internal/tenants.getTenantBySlug": "resolves a tenant slug (admin commands, login form) to the tenant; a sharded install keeps tenants unsharded or behind a slug lookup vindex",
-	"internal/sources.Service.resolve": "webhook URL /hooks/{tenant_slug}/{source_slug}: slug to tenant id, before anything tenant-scoped",
 	"internal/tenants.getLogin":        "login by email: user_logins is the global email → tenant lookup table (a lookup vindex under Vitess)",
 	// Deliberate iteration over every tenant (periodic work, operators).
 	"internal/tenants.listTenants":          "operator command `tenant list`",

@@ -226,7 +226,7 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	}
 	e.mu.Lock()
 	if len(e.disabled) != 1 || e.disabled[0] != ep.ID {
-		t.Fatalf("OnDisabled calls: %v", e.disabled)
+		t.Fatalf("endpoint_disabled alerts opened: %v", e.disabled)
 	}
 	e.mu.Unlock()
 	for _, g := range r.requests() {

@@ -270,8 +270,8 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, in PatchInput)
 				return err
 			}
 		}
-		if ep.Enabled && !wasEnabled && s.OnEnabled != nil {
-			if err := s.OnEnabled(ctx, tx, tenantID, ep); err != nil {
+		if ep.Enabled && !wasEnabled && s.Alerts != nil {
+			if err := s.Alerts.ResolveEndpointAlert(ctx, tx, tenantID, ep.ID); err != nil {
 				return err
 			}
 		}

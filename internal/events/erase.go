@@ -7,7 +7,7 @@ import (
 	"leadpipe/internal/db"
 )
 
-// A person's data in the outbox (PRODUCT.md §5c): the events about a lead
+// A person's data in the outbox (docs/ARCHITECTURE.md, "Personal data"): the events about a lead
 // (resource_id) carry the lead in their body, and an endpoint's answer to
 // one may echo it in the attempt's response.
 

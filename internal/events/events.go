@@ -102,6 +102,13 @@ type Enqueuer interface {
 	EnqueueContext(ctx context.Context, t *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
+// EndpointAlerts opens and resolves an endpoint's endpoint_disabled alert
+// in the caller's transaction.
+type EndpointAlerts interface {
+	OpenEndpointAlert(ctx context.Context, tx db.Ext, tenantID, endpointID string, detail map[string]any) error
+	ResolveEndpointAlert(ctx context.Context, tx db.Ext, tenantID, endpointID string) error
+}
+
 // Service owns endpoints, the relay, delivery and replay.
 type Service struct {
 	DB     *sqlx.DB
@@ -120,11 +127,11 @@ type Service struct {
 	// Tenants lists every tenant id (the relay and sweeper walk them).
 	Tenants func(ctx context.Context) ([]string, error)
 
-	// OnDisabled runs in the transaction that disables an endpoint by
-	// itself (410, 5 days of failures): it opens the endpoint_disabled alert.
-	OnDisabled func(ctx context.Context, tx db.Ext, tenantID string, ep Endpoint) error
-	// OnEnabled runs in the transaction that re-enables an endpoint (resolves that alert).
-	OnEnabled func(ctx context.Context, tx db.Ext, tenantID string, ep Endpoint) error
+	// Alerts opens the endpoint_disabled alert in the transaction that
+	// disables an endpoint by itself (410, 5 days of failures) and
+	// resolves it in the one that re-enables it (the monitor area); nil:
+	// no alerts.
+	Alerts EndpointAlerts
 
 	// MaxInFlight caps the attempts of one endpoint that are queued or
 	// running at once, so one slow endpoint holds at most that many workers.

@@ -57,7 +57,7 @@ type env struct {
 	Clock    *clock
 	Tenants  []string
 	Queue    *asynq.Client
-	disabled []string // endpoint ids OnDisabled was called for
+	disabled []string // endpoint ids the endpoint_disabled alert was opened for
 	mu       sync.Mutex
 }
 
@@ -95,13 +95,8 @@ func newEnvTB(t testing.TB, o envOpts) *env {
 		Rand:        func() float64 { return 0.5 },
 		MaxInFlight: o.maxInFlight,
 		Tenants:     func(context.Context) ([]string, error) { return e.Tenants, nil },
-		OnDisabled: func(_ context.Context, _ db.Ext, _ string, ep events.Endpoint) error {
-			e.mu.Lock()
-			e.disabled = append(e.disabled, ep.ID)
-			e.mu.Unlock()
-			return nil
-		},
 	}
+	e.S.Alerts = endpointAlerts{e}
 	if allow {
 		e.S.CheckURL = func(string) error { return nil }
 	}
@@ -332,3 +327,15 @@ func (e *env) jumpToNextDue(limit time.Time) bool {
 func newBenchEnv(b *testing.B) *env {
 	return newEnvTB(b, envOpts{allowPrivate: true, concurrency: 64, wallClock: true})
 }
+
+// endpointAlerts records the endpoints whose endpoint_disabled alert opens.
+type endpointAlerts struct{ e *env }
+
+func (a endpointAlerts) OpenEndpointAlert(_ context.Context, _ db.Ext, _, endpointID string, _ map[string]any) error {
+	a.e.mu.Lock()
+	a.e.disabled = append(a.e.disabled, endpointID)
+	a.e.mu.Unlock()
+	return nil
+}
+
+func (endpointAlerts) ResolveEndpointAlert(context.Context, db.Ext, string, string) error { return nil }

@@ -187,8 +187,13 @@ WHERE tenant_id = ? AND id = ? AND enabled = 1`, reason, now, now, ep.TenantID, 
 	}
 	ep.Enabled, ep.DisabledReason, ep.DisabledAt = false, &reason, &now
 	s.log().Warn("events: endpoint disabled", "tenant_id", ep.TenantID, "endpoint_id", ep.ID, "reason", reason)
-	if s.OnDisabled != nil {
-		return s.OnDisabled(ctx, tx, ep.TenantID, ep)
+	if s.Alerts != nil {
+		summary := "outbound endpoint " + ep.URL + " was disabled"
+		if ep.DisabledReason != nil {
+			summary += ": " + *ep.DisabledReason
+		}
+		return s.Alerts.OpenEndpointAlert(ctx, tx, ep.TenantID, ep.ID, map[string]any{"summary": summary, "endpoint_id": ep.ID,
+			"url": ep.URL, "reason": ep.DisabledReason, "failing_since": ep.FailingSince})
 	}
 	return nil
 }

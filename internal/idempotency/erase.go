@@ -9,7 +9,7 @@ import (
 )
 
 // ErasedStatus is what a key whose stored response held a person's data
-// answers after the person's erasure (PRODUCT.md §5c): a replay of the
+// answers after the person's erasure (docs/ARCHITECTURE.md, "Personal data"): a replay of the
 // request that created the lead must neither show the data nor run again.
 const ErasedStatus = 410
 

@@ -21,7 +21,7 @@ import (
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/web"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 )
 
 // rig is a server whose only route creates a lead through the real
@@ -48,7 +48,7 @@ func newRig(t *testing.T) *rig {
 		Tenant:     func(req *http.Request) string { return req.Header.Get("X-Tenant") },
 		WriteError: func(w http.ResponseWriter, req *http.Request, err error) { web.WriteError(w, req, log, err) },
 	}
-	svc := leads.NewService(e.App.DB, deliveries.NewStore(e.App.DB))
+	svc := leads.NewService(e.App.DB, webhooks.NewReads(e.App.DB), nil)
 	h := m.Wrap(func(ctx context.Context, req *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
 		in, err := leads.ParseCreate(body)
 		if err != nil {

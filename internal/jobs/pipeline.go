@@ -2,11 +2,14 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"leadpipe/internal/batch"
 )
 
 // PipelinedClient is a Redis client whose EVALSHA calls, made at the same
@@ -14,24 +17,20 @@ import (
 // write and one read for a whole group. Asynq enqueues every task with one
 // EVALSHA, so an Asynq client built on it (asynq.NewClientFromRedisClient)
 // pays Redis's per-command round trip and system calls once per group
-// instead of once per task. A group leaves when Linger has passed since
+// instead of once per task. A group leaves when linger has passed since
 // its first call (0: at once, with whatever was already waiting). Every
 // other command is the embedded client's, unchanged; the embedded client's
 // read and write timeouts bound a pipeline.
-//
-// Measured 2026-12-01 with cmd/benchingest (10 % duplicates, same sitting):
-// without it Redis's CPU per request doubled (7 → 14 µs) and the ingest
-// ratio fell from 0.94–1.03 to 0.88–0.91, so it stays.
+// It halves Redis's CPU per request (docs/BENCHMARKS.md, "Settings and the
+// numbers behind them").
 // TestAsynqEnqueuesThroughOneEvalShaPerTask fails if an Asynq upgrade
 // stops enqueueing with one EVALSHA per task.
 type PipelinedClient struct {
 	redis.UniversalClient
-	MaxBatch int           // calls per pipeline (default 64)
-	Linger   time.Duration // how long a group waits for more calls
 
 	Groups, Calls atomic.Int64
 
-	reqs      chan *evalReq
+	loop      *batch.Loop[*evalReq]
 	stop      chan struct{}
 	closeOnce sync.Once
 }
@@ -45,15 +44,12 @@ type evalReq struct {
 	done chan struct{}
 }
 
-// NewPipelinedClient wraps c; workers pipelines may be in flight at once.
-func NewPipelinedClient(c redis.UniversalClient, workers int) *PipelinedClient {
-	p := &PipelinedClient{UniversalClient: c, reqs: make(chan *evalReq, 1024), stop: make(chan struct{})}
-	if workers <= 0 {
-		workers = 2
-	}
-	for i := 0; i < workers; i++ {
-		go p.loop()
-	}
+// NewPipelinedClient wraps c; up to workers pipelines (of at most 64
+// calls) may be in flight at once, each gathering for linger after its
+// first call.
+func NewPipelinedClient(c redis.UniversalClient, workers int, linger time.Duration) *PipelinedClient {
+	p := &PipelinedClient{UniversalClient: c, stop: make(chan struct{})}
+	p.loop = batch.New(batch.Options{MaxItems: 64, Linger: linger, Workers: max(workers, 1)}, nil, p.run)
 	return p
 }
 
@@ -61,12 +57,11 @@ func NewPipelinedClient(c redis.UniversalClient, workers int) *PipelinedClient {
 // own result.
 func (p *PipelinedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	r := &evalReq{ctx: ctx, sha: sha, keys: keys, args: args, done: make(chan struct{})}
-	select {
-	case p.reqs <- r:
-	case <-p.stop:
-		return errCmd(ctx, redis.ErrClosed)
-	case <-ctx.Done():
-		return errCmd(ctx, ctx.Err())
+	if err := p.loop.Add(ctx, r); err != nil {
+		if errors.Is(err, batch.ErrClosed) {
+			err = redis.ErrClosed
+		}
+		return errCmd(ctx, err)
 	}
 	select {
 	case <-r.done:
@@ -78,10 +73,13 @@ func (p *PipelinedClient) EvalSha(ctx context.Context, sha string, keys []string
 	}
 }
 
-// Close stops the pipelines; the wrapped client stays open (it is the
-// caller's to close).
+// Close stops the pipelines: waiting calls return redis.ErrClosed; the
+// wrapped client stays open (it is the caller's to close).
 func (p *PipelinedClient) Close() error {
-	p.closeOnce.Do(func() { close(p.stop) })
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		go func() { _ = p.loop.Close(context.Background()) }()
+	})
 	return nil
 }
 
@@ -89,53 +87,6 @@ func errCmd(ctx context.Context, err error) *redis.Cmd {
 	c := redis.NewCmd(ctx)
 	c.SetErr(err)
 	return c
-}
-
-func (p *PipelinedClient) loop() {
-	max := p.MaxBatch
-	if max <= 0 {
-		max = 64
-	}
-	batch := make([]*evalReq, 0, max)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		var first *evalReq
-		select {
-		case first = <-p.reqs:
-		case <-p.stop:
-			return
-		}
-		batch = append(batch[:0], first)
-		var linger <-chan time.Time
-		if p.Linger > 0 {
-			timer.Reset(p.Linger)
-			linger = timer.C
-		}
-	fill:
-		for len(batch) < max {
-			select {
-			case r := <-p.reqs:
-				batch = append(batch, r)
-				continue
-			default:
-			}
-			if linger == nil {
-				break
-			}
-			select {
-			case r := <-p.reqs:
-				batch = append(batch, r)
-			case <-linger:
-				linger = nil
-				break fill
-			}
-		}
-		if linger != nil {
-			timer.Stop()
-		}
-		p.run(batch)
-	}
 }
 
 func (p *PipelinedClient) run(batch []*evalReq) {

@@ -30,7 +30,7 @@ func testRedis(t *testing.T) *redis.Client {
 // its own result.
 func TestPipelinedClientResults(t *testing.T) {
 	rc := testRedis(t)
-	p := jobs.NewPipelinedClient(rc, 1)
+	p := jobs.NewPipelinedClient(rc, 1, 0)
 	defer p.Close()
 	script := redis.NewScript(`return ARGV[1] .. ":" .. redis.call("INCR", KEYS[1])`)
 	ctx := context.Background()
@@ -78,7 +78,7 @@ func TestPipelinedClientResults(t *testing.T) {
 // exactly one is queued, the other 49 are told it exists.
 func TestPipelinedEnqueueOnce(t *testing.T) {
 	rc := testRedis(t)
-	p := jobs.NewPipelinedClient(rc, 2)
+	p := jobs.NewPipelinedClient(rc, 2, 0)
 	defer p.Close()
 	q := asynq.NewClientFromRedisClient(p)
 	const n = 50
@@ -115,7 +115,7 @@ func TestPipelinedEnqueueOnce(t *testing.T) {
 // ErrClosed at once; neither blocks.
 func TestPipelinedClientCancelAndClose(t *testing.T) {
 	rc := testRedis(t)
-	p := jobs.NewPipelinedClient(rc, 1)
+	p := jobs.NewPipelinedClient(rc, 1, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.EvalSha(ctx, "0000000000000000000000000000000000000000", nil).Err(); !errors.Is(err, context.Canceled) {
@@ -138,8 +138,7 @@ func TestPipelinedClientCancelAndClose(t *testing.T) {
 // they arrive one after another.
 func TestPipelinedClientLinger(t *testing.T) {
 	rc := testRedis(t)
-	p := jobs.NewPipelinedClient(rc, 1)
-	p.Linger = 200 * time.Millisecond
+	p := jobs.NewPipelinedClient(rc, 1, 200*time.Millisecond)
 	defer p.Close()
 	script := redis.NewScript(`return redis.call("INCR", KEYS[1])`)
 	ctx := context.Background()
@@ -173,7 +172,7 @@ func TestPipelinedClientLinger(t *testing.T) {
 // docs/BENCHMARKS.md: this test says so instead of the benchmark drifting.
 func TestAsynqEnqueuesThroughOneEvalShaPerTask(t *testing.T) {
 	rc := testRedis(t)
-	p := jobs.NewPipelinedClient(rc, 1)
+	p := jobs.NewPipelinedClient(rc, 1, 0)
 	defer p.Close()
 	q := asynq.NewClientFromRedisClient(p)
 	ctx := context.Background()

@@ -17,7 +17,7 @@ import (
 	"leadpipe/internal/ids"
 )
 
-// Assignment strategies (PRODUCT.md §5a).
+// Assignment strategies (docs/ARCHITECTURE.md, "Assignment and first response").
 const (
 	StrategyRoundRobin = "round_robin"
 	StrategyOwner      = "owner"

@@ -43,7 +43,7 @@ type Lead struct {
 	Version         int             `db:"version" json:"version"`
 	CreatedAt       time.Time       `db:"created_at" json:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at" json:"updated_at"`
-	// The first-response clock (PRODUCT.md §5a): when a rule assigned the
+	// The first-response clock (docs/ARCHITECTURE.md, "Assignment and first response"): when a rule assigned the
 	// lead, when a first response is due, when a person first responded.
 	AssignedAt         *time.Time `db:"assigned_at" json:"assigned_at"`
 	FirstResponseDueAt *time.Time `db:"first_response_due_at" json:"first_response_due_at"`

@@ -46,7 +46,7 @@ type Filter struct {
 	slaNow time.Time // "now" of SLA (the service's clock)
 }
 
-// SLA filters (PRODUCT.md §5a).
+// SLA filters (docs/ARCHITECTURE.md, "Assignment and first response").
 const (
 	SLAOverdue = "overdue"
 	SLADueSoon = "due_soon"

@@ -8,7 +8,7 @@ import (
 
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 )
 
 // Every search path (index ranges, window scan, window then indexes) must
@@ -58,7 +58,7 @@ func TestSearchPathsAgreeWithBruteForce(t *testing.T) {
 		"indexes":        {DB: d, IndexBudget: 1 << 30, ScanBudget: 1 << 30},
 		"window":         {DB: d, IndexBudget: 1, ScanBudget: 1 << 30},
 		"window+indexes": {DB: d, IndexBudget: 1, ScanBudget: 37},
-		"default":        leads.NewService(d, deliveries.NewStore(d)),
+		"default":        leads.NewService(d, webhooks.NewReads(d), nil),
 	}
 	var filters []leads.Filter
 	for _, q := range []string{"a", "ma", "smith", "garcia", "acme", "Acme G", "maria ", "gmail.com", "zoë", "ZOE", "100%", "100% real_", "_", "zzz", "james.smith1"} {

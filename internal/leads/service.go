@@ -16,7 +16,6 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
-	"leadpipe/internal/webhooks/deliveries"
 )
 
 // Timeline event kinds written by people (the ingest and reconcile paths
@@ -41,22 +40,27 @@ type Service struct {
 	Now func() time.Time
 	// Deliveries tells the timeline which deliveries reached a lead (the
 	// webhooks area owns those tables).
-	Deliveries *deliveries.Store
+	Deliveries DeliveryLog
 	// Search tuning (see store.go): how many index entries count as "few
 	// candidates", and how many rows a search of a common q reads in list
 	// order before it turns to the indexes.
 	IndexBudget int
 	ScanBudget  int
 
-	// Emit writes an outbound event (lead.created, lead.updated,
-	// lead.status_changed) in the transaction of the change
-	// (internal/events.Outbox.Emit); nil: none.
-	Emit func(ctx context.Context, tx db.Ext, tenantID, eventType string, l Lead) error
+	// Events receives outbound events (lead.created, lead.updated,
+	// lead.status_changed) in the transaction of the change (the events
+	// area's outbox); nil: none.
+	Events Emitter
+}
+
+// Emitter writes a lead's outbound events in the transaction of the change.
+type Emitter interface {
+	Emit(ctx context.Context, tx db.Ext, tenantID, eventType string, l Lead) error
 	// Wants tells, in the transaction of a change, which event types some
 	// endpoint of the tenant subscribes to (enabled or not: a disabled one
 	// can recover what it missed); an event nobody subscribes to is not
-	// written. nil: every type is wanted.
-	Wants func(ctx context.Context, x db.Ext, tenantID string) (func(eventType string) bool, error)
+	// written.
+	Wants(ctx context.Context, x db.Ext, tenantID string) (func(eventType string) bool, error)
 }
 
 // Outbound event types this service emits.
@@ -83,12 +87,10 @@ func (s *Service) emitter(x db.Ext, tenantID string) *emitter {
 // wanted reports whether an event of type typ is written at all.
 func (e *emitter) wanted(ctx context.Context, typ string) (bool, error) {
 	switch {
-	case e.s.Emit == nil:
+	case e.s.Events == nil:
 		return false, nil
-	case e.s.Wants == nil:
-		return true, nil
 	case e.wants == nil:
-		w, err := e.s.Wants(ctx, e.x, e.tenantID)
+		w, err := e.s.Events.Wants(ctx, e.x, e.tenantID)
 		if err != nil {
 			return false, err
 		}
@@ -101,7 +103,7 @@ func (e *emitter) emit(ctx context.Context, typ string, l Lead) error {
 	if ok, err := e.wanted(ctx, typ); !ok {
 		return err
 	}
-	return e.s.Emit(ctx, e.x, e.tenantID, typ, l)
+	return e.s.Events.Emit(ctx, e.x, e.tenantID, typ, l)
 }
 
 // SenderChanged writes, in the transaction of a sender upsert (a webhook
@@ -135,7 +137,7 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 		}
 	}
 	// The assignment of a created lead: lead.created carries the owner
-	// already; lead.updated says it changed hands (PRODUCT.md §5a).
+	// already; lead.updated says it changed hands (docs/ARCHITECTURE.md, "Assignment and first response").
 	if len(assignedLeads) > 0 {
 		ok, err := em.wanted(ctx, OutboundUpdated)
 		if err != nil {
@@ -175,8 +177,8 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 }
 
 // NewService returns a service with production settings.
-func NewService(d *sqlx.DB, dl *deliveries.Store) *Service {
-	return &Service{DB: d, Now: time.Now, Deliveries: dl, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
+func NewService(d *sqlx.DB, dl DeliveryLog, ev Emitter) *Service {
+	return &Service{DB: d, Now: time.Now, Deliveries: dl, Events: ev, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
 }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now) }

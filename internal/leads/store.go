@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/tenants"
 )
 
 // This file holds every SQL statement on the leads area's tables: leads,
@@ -420,30 +421,15 @@ type userState struct {
 }
 
 // activeUsers reads users of the tenant an owner may be set to (absent:
-// no such user of the tenant). The users table belongs to the tenants
-// area; the read runs in the edit's (or the creating) transaction, so it
-// stays here.
+// no such user of the tenant), asked of the tenants area in the edit's
+// (or the creating) transaction.
 func activeUsers(ctx context.Context, x db.Ext, tenantID string, userIDs []string) (map[string]userState, error) {
-	out := map[string]userState{}
-	if len(userIDs) == 0 {
-		return out, nil
+	us, err := tenants.UserStates(ctx, x, tenantID, userIDs)
+	out := make(map[string]userState, len(us))
+	for id, u := range us {
+		out[id] = userState{name: u.Name, disabled: u.Disabled}
 	}
-	var us []struct {
-		ID       string     `db:"id"`
-		Name     string     `db:"name"`
-		Disabled *time.Time `db:"disabled_at"`
-	}
-	q, args, err := sqlx.In(`SELECT id, name, disabled_at FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
-	if err != nil {
-		return nil, err
-	}
-	if err := x.SelectContext(ctx, &us, q, args...); err != nil {
-		return nil, err
-	}
-	for _, u := range us {
-		out[u.ID] = userState{name: u.Name, disabled: u.Disabled != nil}
-	}
-	return out, nil
+	return out, err
 }
 
 // countByStatus counts every lead per status (an exact count: one
@@ -1217,5 +1203,60 @@ func saveCounters(ctx context.Context, x db.Ext, tenantID string, pos map[string
 func markResponded(ctx context.Context, x db.Ext, tenantID, leadID string, now time.Time) error {
 	_, err := x.ExecContext(ctx, `UPDATE leads SET first_responded_at = ? WHERE tenant_id = ? AND id = ? AND first_responded_at IS NULL`,
 		now, tenantID, leadID)
+	return err
+}
+
+// SenderFields are a lead's sender-owned fields as stored.
+type SenderFields struct {
+	SourceRef string `db:"source_ref"`
+	Email     string `db:"email"`
+	Name      string `db:"name"`
+	Phone     string `db:"phone"`
+	Company   string `db:"company"`
+}
+
+// SenderFieldsByRef returns the sender-owned fields of a source's leads
+// with the given natural keys, keyed by source_ref; absent keys have no
+// lead. Reconcile compares a pulled record with them.
+func SenderFieldsByRef(ctx context.Context, x db.Ext, tenantID, sourceID string, refs []string) (map[string]SenderFields, error) {
+	out := make(map[string]SenderFields, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT source_ref, email, name, phone, company FROM leads
+		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs)
+	if err != nil {
+		return nil, err
+	}
+	var rows []SenderFields
+	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.SourceRef] = r
+	}
+	return out, nil
+}
+
+// AddSightings adds n[id] to the times_seen of each lead in ids (one
+// statement, rows locked in the given order): duplicates of the leads'
+// deliveries, counted by the webhooks area.
+func AddSightings(ctx context.Context, x db.Ext, tenantID string, ids []string, n map[string]int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(`UPDATE leads SET times_seen = times_seen + CASE id`)
+	args := make([]any, 0, 3*len(ids)+1)
+	for _, id := range ids {
+		b.WriteString(` WHEN ? THEN ?`)
+		args = append(args, id, n[id])
+	}
+	b.WriteString(` ELSE 0 END WHERE tenant_id = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`)
+	args = append(args, tenantID)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := x.ExecContext(ctx, b.String(), args...)
 	return err
 }

@@ -40,6 +40,38 @@ type TimelineEntry struct {
 	LastAt  *time.Time `json:"last_at,omitempty"`
 }
 
+// DeliveryLog is what the timeline reads of the deliveries that reached a
+// lead; the webhooks area, which owns those tables, implements it
+// (webhooks.Reads).
+type DeliveryLog interface {
+	ForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDelivery, error)
+	DuplicatesForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDuplicate, error)
+}
+
+// LeadDelivery is a delivery that reached a lead, with its source's name
+// ("" when the source is gone).
+type LeadDelivery struct {
+	ID         string    `db:"id"`
+	SourceID   string    `db:"source_id"`
+	DeliveryID string    `db:"delivery_id"`
+	Origin     string    `db:"origin"`
+	ReceivedAt time.Time `db:"received_at"`
+	Outcome    *string   `db:"outcome"` // created | updated | unchanged | stale, once processed
+	SourceName string    `db:"-"`
+}
+
+// LeadDuplicate is the duplicates of one of a lead's deliveries: counted
+// on the delivery, with first and last arrival.
+type LeadDuplicate struct {
+	DeliveryID string    `db:"id"`          // Leadpipe's id of the original delivery
+	SourceID   string    `db:"source_id"`   //
+	SenderID   string    `db:"delivery_id"` // the sender's delivery id
+	Count      int       `db:"dup_count"`
+	FirstAt    time.Time `db:"dup_first_at"`
+	LastAt     time.Time `db:"dup_last_at"`
+	SourceName string    `db:"-"`
+}
+
 // Timeline merges the lead's events (people's changes, notes, reconcile
 // touches), the deliveries that upserted it and their duplicates, newest
 // first. Another tenant's lead is 404.
@@ -101,9 +133,9 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 	return out, nil
 }
 
-func nameOr(name *string, fallback string) string {
-	if name != nil && *name != "" {
-		return *name
+func nameOr(name string, fallback string) string {
+	if name != "" {
+		return name
 	}
 	return fallback
 }

@@ -13,7 +13,7 @@ import (
 
 // OutcomeErased: the record belongs to an erased lead (a tombstone holds
 // its natural key's hash). Nothing is written; the caller drops the record
-// and, for a delivery, its payload (PRODUCT.md §5c).
+// and, for a delivery, its payload (docs/ARCHITECTURE.md, "Personal data").
 const OutcomeErased = "erased"
 
 // TombstoneKey is the hash a tombstone keeps of a lead's natural key:

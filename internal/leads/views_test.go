@@ -11,7 +11,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 )
 
 // The inbox's views list by status ranges ("My open leads": one range per
@@ -80,7 +80,7 @@ func TestViewListsAgreeWithBruteForce(t *testing.T) {
 		}
 		return ids
 	}
-	svc := leads.NewService(d, deliveries.NewStore(d))
+	svc := leads.NewService(d, webhooks.NewReads(d), nil)
 	for _, f := range []leads.Filter{
 		{OwnerID: me, AnyStatus: open},                                 // My open leads
 		{OwnerID: me, AnyStatus: open, DueBefore: &end, ByDue: true},   // My follow-ups due

@@ -44,7 +44,7 @@ type MetricsOptions struct {
 
 // NewMetricsHandler returns the Prometheus handler for GET /metrics, on a
 // registry of its own (nothing leaks in from global registrations).
-func NewMetricsHandler(o MetricsOptions) (http.Handler, *prometheus.Registry) {
+func NewMetricsHandler(o MetricsOptions) http.Handler {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
@@ -66,7 +66,7 @@ func NewMetricsHandler(o MetricsOptions) (http.Handler, *prometheus.Registry) {
 		reg.MustRegister(c)
 	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: 10 * time.Second})
-	return h, reg
+	return h
 }
 
 var (

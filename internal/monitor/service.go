@@ -29,9 +29,15 @@ type Service struct {
 	// Retention of the per-minute and hourly rows (daily rows are kept).
 	MinuteRetention, HourRetention time.Duration
 
-	// OnFired runs in the transaction that fires an alert (outbound
-	// alert.fired events are written there: internal/events).
-	OnFired func(ctx context.Context, tx db.Ext, tenantID string, a Alert) error
+	// Fired is told, in the transaction that fires an alert, of the
+	// alert (outbound alert.fired events are written there: the events
+	// area's outbox); nil: nobody.
+	Fired FiredSink
+}
+
+// FiredSink is told of each alert in the transaction that fires it.
+type FiredSink interface {
+	AlertFired(ctx context.Context, tx db.Ext, tenantID string, a Alert) error
 }
 
 // NewService builds the service.

@@ -1,4 +1,4 @@
-// Package privacy serves a person's rights over a lead (PRODUCT.md §5c):
+// Package privacy serves a person's rights over a lead (docs/ARCHITECTURE.md, "Personal data"):
 // the export of everything held about it and its erasure. It owns no
 // table: each area that holds a part of a person's data (leads, the
 // ingest tables, the outbox, idempotency keys, the audit log) exports the
@@ -24,7 +24,7 @@ import (
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -62,13 +62,13 @@ type Export struct {
 
 // Delivery is one delivery that reached the lead, with its raw payload.
 type Delivery struct {
-	deliveries.LeadPayload
+	webhooks.LeadPayload
 	Payload any `json:"payload"` // the JSON as received, or the bytes as text
 }
 
 // DeadLetter is a dead letter that carries the lead's record.
 type DeadLetter struct {
-	deliveries.DeadLetterBody
+	webhooks.DeadLetterBody
 	Body any `json:"body"`
 }
 
@@ -104,7 +104,7 @@ func (s *Service) Export(ctx context.Context, tenantID, leadID string) (Export, 
 		if out.Notes, err = leads.AllNotes(ctx, tx, tenantID, leadID); err != nil {
 			return err
 		}
-		ds, err := deliveries.PayloadsForLead(ctx, tx, tenantID, leadID)
+		ds, err := webhooks.PayloadsForLead(ctx, tx, tenantID, leadID)
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (s *Service) erase(ctx context.Context, tx *sqlx.Tx, tenantID, leadID strin
 	}
 	needles := Needles(l)
 	detail := map[string]any{}
-	n, err := deliveries.BlankLeadPayloads(ctx, tx, tenantID, l.ID)
+	n, err := webhooks.BlankLeadPayloads(ctx, tx, tenantID, l.ID)
 	if err != nil {
 		return Erased{}, err
 	}
@@ -178,10 +178,10 @@ func (s *Service) erase(ctx context.Context, tx *sqlx.Tx, tenantID, leadID strin
 		for i, d := range dls {
 			dlIDs[i] = d.ID
 		}
-		if detail["dead_letters"], err = deliveries.BlankDeadLetters(ctx, tx, tenantID, dlIDs); err != nil {
+		if detail["dead_letters"], err = webhooks.BlankDeadLetters(ctx, tx, tenantID, dlIDs); err != nil {
 			return Erased{}, err
 		}
-		if detail["failed_deliveries"], err = deliveries.BlankFailedPayloads(ctx, tx, tenantID, l.SourceID, needles); err != nil {
+		if detail["failed_deliveries"], err = webhooks.BlankFailedPayloads(ctx, tx, tenantID, l.SourceID, needles); err != nil {
 			return Erased{}, err
 		}
 	}
@@ -255,7 +255,7 @@ const deadLetterPage = 200
 // deadLettersOf finds the dead letters of the lead's source that carry its
 // record: the body maps (with the source's kind) to its natural key, or,
 // when it does not map at all, contains its email. A manual lead has none.
-func (s *Service) deadLettersOf(ctx context.Context, x db.Ext, tenantID string, l leads.Lead) ([]deliveries.DeadLetterBody, error) {
+func (s *Service) deadLettersOf(ctx context.Context, x db.Ext, tenantID string, l leads.Lead) ([]webhooks.DeadLetterBody, error) {
 	if l.SourceID == "" {
 		return nil, nil
 	}
@@ -268,10 +268,10 @@ func (s *Service) deadLettersOf(ctx context.Context, x db.Ext, tenantID string, 
 		return nil, err
 	}
 	email := []byte(strings.ToLower(strings.TrimSpace(l.Email)))
-	var out []deliveries.DeadLetterBody
+	var out []webhooks.DeadLetterBody
 	after := ""
 	for {
-		page, err := deliveries.DeadLetterBodies(ctx, x, tenantID, l.SourceID, after, deadLetterPage)
+		page, err := webhooks.DeadLetterBodies(ctx, x, tenantID, l.SourceID, after, deadLetterPage)
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/reconcile/pull"
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -44,7 +45,7 @@ func CanEnrich(src sources.Source) bool {
 	return src.Kind == kinds.Meta && src.ReconcileEnabled() && len(src.ReconcileTokenEnc) > 0
 }
 
-// AfterWebhookUpsert is the webhooks.Processor.AfterUpsert hook: a meta
+// AfterWebhookUpsert is the webhooks.Enricher of the processor: a meta
 // webhook lead gets an enrichment task. The lead exists already (created
 // from its leadgen_id when the webhook was processed); enrichment only
 // fills in the sender-owned fields. Enqueue failures are logged: the lead
@@ -67,23 +68,23 @@ func (s *Service) AfterWebhookUpsert(ctx context.Context, tenantID string, src s
 // the webhook upsert path, filling email, name, phone and company. Errors
 // wrapping asynq.SkipRetry are permanent (no such lead, bad token, refused
 // address); others are worth retrying.
-func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID string) (Applied, error) {
+func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID string) (webhooks.Result, error) {
 	if !leadgenIDPattern.MatchString(leadgenID) {
-		return Applied{}, fmt.Errorf("malformed leadgen id %q: %w", leadgenID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("malformed leadgen id %q: %w", leadgenID, asynq.SkipRetry)
 	}
 	src, err := s.Sources.Get(ctx, tenantID, sourceID)
 	if apperr.Is(err, apperr.NotFound) {
-		return Applied{}, fmt.Errorf("source gone: %w", asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("source gone: %w", asynq.SkipRetry)
 	}
 	if err != nil {
-		return Applied{}, err
+		return webhooks.Result{}, err
 	}
 	if !CanEnrich(src) {
-		return Applied{}, fmt.Errorf("source %s has no Graph access any more: %w", src.ID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("source %s has no Graph access any more: %w", src.ID, asynq.SkipRetry)
 	}
 	ps, err := s.Sources.Pull(src)
 	if err != nil {
-		return Applied{}, fmt.Errorf("decrypt access token: %v: %w", err, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("decrypt access token: %v: %w", err, asynq.SkipRetry)
 	}
 	fctx, cancel := context.WithTimeout(ctx, s.enrichTimeout())
 	defer cancel()
@@ -91,23 +92,23 @@ func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID stri
 	if err != nil {
 		msg := redact(err.Error(), ps.AccessToken)
 		if permanentFetchError(err) {
-			return Applied{}, fmt.Errorf("%s: %w", msg, asynq.SkipRetry)
+			return webhooks.Result{}, fmt.Errorf("%s: %w", msg, asynq.SkipRetry)
 		}
-		return Applied{}, errors.New(msg)
+		return webhooks.Result{}, errors.New(msg)
 	}
 	kind, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
-		return Applied{}, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("%v: %w", err, asynq.SkipRetry)
 	}
 	l, err := kind.Map(raw)
 	if err != nil {
-		return Applied{}, fmt.Errorf("graph lead %s: %v: %w", leadgenID, err, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("graph lead %s: %v: %w", leadgenID, err, asynq.SkipRetry)
 	}
 	if l.SourceRef != kinds.NormalizeID(leadgenID) {
 		// Applying it would write some other lead.
-		return Applied{}, fmt.Errorf("graph answered lead %q for %q: %w", l.SourceRef, leadgenID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("graph answered lead %q for %q: %w", l.SourceRef, leadgenID, asynq.SkipRetry)
 	}
-	var res Applied
+	var res webhooks.Result
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var err error
 		res, err = s.Apply(ctx, tx, tenantID, src, raw, s.now())

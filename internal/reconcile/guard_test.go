@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"leadpipe/internal/apptest"
 	"leadpipe/internal/reconcile"
 )
 
@@ -51,7 +52,10 @@ func testSSRFGuard(t *testing.T, e *env) {
 	}
 
 	// LEADPIPE_ALLOW_PRIVATE_TARGETS=false, as in production.
-	g := newEnv(t, "rec_guard_on", map[string]string{"LEADPIPE_ALLOW_PRIVATE_TARGETS": "false"})
+	// A second app beside the package's: its own Redis database.
+	ge := apptest.New(t, "rec_guard_on", apptest.Options{RedisDB: apptest.RedisSecond,
+		Env: map[string]string{"LEADPIPE_ALLOW_PRIVATE_TARGETS": "false"}})
+	g := &env{Env: ge, ten: ge.Tenant("acme"), svc: ge.App.Web.Reconcile}
 	cases := []struct{ url, want string }{
 		{"https://127.0.0.1:8443", "127.0.0.1 is a loopback address; private targets are not allowed"},
 		{"http://127.0.0.1:8080", "http:// targets are not allowed"},

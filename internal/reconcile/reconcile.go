@@ -21,10 +21,11 @@ import (
 
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/webhooks/kinds"
+	"leadpipe/internal/webhooks"
 )
 
 // Run states and triggers.
@@ -64,21 +65,11 @@ type Run struct {
 	Backfill   int        `db:"backfill_count"` // records of the source's first run (not webhook loss)
 }
 
-// Applied is the outcome of applying one sender record; it has the shape of
-// webhooks.Result, so the wiring converts one into the other.
-type Applied struct {
-	LeadID string
-	New    bool
-	Lead   kinds.Lead
-	// Erased: the record is of an erased lead (PRODUCT.md §5c); nothing
-	// was written and LeadID is empty.
-	Erased bool
+// LeadEvents is told of what an applied record changed, in the same
+// transaction (events and the first-response clock: leads.Service).
+type LeadEvents interface {
+	SenderChanged(ctx context.Context, x db.Ext, tenantID string, outs []leads.UpsertOutcome) error
 }
-
-// ApplyFunc upserts one sender record into a lead inside x. It is
-// webhooks.Apply, injected because the webhooks package depends on the web
-// layer, which in turn serves this package's API.
-type ApplyFunc func(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Applied, error)
 
 // Enqueuer is the part of the Asynq client reconcile uses.
 type Enqueuer interface {
@@ -94,7 +85,7 @@ type Service struct {
 	Client  *outbound.Client // the one outbound client (SSRF guard, retries)
 	Stats   monitor.Sink
 	Log     *slog.Logger
-	Apply   ApplyFunc
+	Leads   LeadEvents
 	Now     func() time.Time
 
 	// RunTimeout is the deadline of one run, every page and retry included
@@ -184,4 +175,15 @@ func (s *Service) stats() monitor.Sink {
 		return monitor.Discard{}
 	}
 	return s.Stats
+}
+
+// Apply upserts one sender record into a lead inside x: exactly the
+// webhook path (webhooks.Apply: same mapping, same upsert), then tells
+// Leads what changed.
+func (s *Service) Apply(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (webhooks.Result, error) {
+	r, err := webhooks.Apply(ctx, x, tenantID, src, raw, now)
+	if err == nil && s.Leads != nil {
+		err = s.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome, OwnerID: r.OwnerID}})
+	}
+	return r, err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel/trace"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
@@ -17,11 +18,9 @@ import (
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile/pull"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/webhooks/kinds"
-
-	"go.opentelemetry.io/otel/trace"
-
 	"leadpipe/internal/tracing"
+	"leadpipe/internal/webhooks"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 // maxErrorLen fits reconcile_runs.last_error.
@@ -275,7 +274,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 	if !rc.backfill && !rc.loaded && len(mapped) > 0 {
 		// The deliveries not yet turned into leads, by natural key: a
 		// record one of them carries was delivered, whatever its state.
-		p, err := pendingRefs(ctx, s.DB, run.TenantID, src.ID, func(b []byte) string {
+		p, err := webhooks.PendingRefs(ctx, s.DB, run.TenantID, src.ID, func(b []byte) string {
 			l, err := kind.Map(b)
 			if err != nil {
 				return ""
@@ -297,7 +296,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 			out = pageOutcome{}
 			next = *run
 			now := s.now()
-			before, err := knownLeads(ctx, tx, run.TenantID, src.ID, refs)
+			before, err := leads.SenderFieldsByRef(ctx, tx, run.TenantID, src.ID, refs)
 			if err != nil {
 				return err
 			}
@@ -323,7 +322,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 				if err != nil {
 					return &recordError{index: m.index, err: err}
 				}
-				if res.Erased {
+				if res.Outcome == leads.OutcomeErased {
 					out.known++ // its lead was erased: known, and dropped
 					continue
 				}
@@ -394,7 +393,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 // changedFields lists the sender-owned fields the record changes. Empty
 // values never blank a stored one (see leads.UpsertFromSender), so they are
 // no change; values are compared as the columns store them.
-func changedFields(prev senderFields, l kinds.Lead) []string {
+func changedFields(prev leads.SenderFields, l kinds.Lead) []string {
 	var out []string
 	for _, f := range []struct {
 		name      string

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/sources"
 )
 
 const runCols = `tenant_id, id, source_id, state, trigger_kind, window_start, since, started_at, heartbeat_at,
@@ -138,29 +139,6 @@ func hasSucceeded(ctx context.Context, x db.Ext, tenantID, sourceID string) (boo
 	return n > 0, err
 }
 
-// pendingRefs maps the source's deliveries not yet turned into a lead
-// (received: queued or in a backlog; failed) to their natural keys, so a
-// record the webhooks did bring is never counted as webhook loss.
-func pendingRefs(ctx context.Context, x db.Ext, tenantID, sourceID string, mapRef func([]byte) string) (map[string]string, error) {
-	var rows []struct {
-		State   string `db:"state"`
-		Payload []byte `db:"payload"`
-	}
-	if err := x.SelectContext(ctx, &rows, `SELECT state, payload FROM deliveries
-		WHERE tenant_id = ? AND state IN ('received', 'failed') AND source_id = ? LIMIT 20000`, tenantID, sourceID); err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		if ref := mapRef(r.Payload); ref != "" {
-			if out[ref] != "received" {
-				out[ref] = r.State
-			}
-		}
-	}
-	return out, nil
-}
-
 // finishRun records the outcome and releases the source for the next run.
 func finishRun(ctx context.Context, x db.Ext, r *Run) error {
 	_, err := x.ExecContext(ctx, `UPDATE reconcile_runs SET state = ?, running_key = NULL, since = ?, heartbeat_at = ?,
@@ -189,48 +167,34 @@ func listRuns(ctx context.Context, x db.Ext, tenantID, sourceID, before string, 
 
 // dueSource is a source with pull settings and the start of its latest run.
 type dueSource struct {
-	ID        string     `db:"id"`
-	IntervalS int        `db:"reconcile_interval_s"`
-	LastStart *time.Time `db:"last_start"`
+	ID        string
+	IntervalS int
+	LastStart *time.Time
 }
 
-// reconcilableSources lists the tenant's sources with pull settings. The
-// latest run comes from the (tenant_id, source_id, started_at) index.
+// reconcilableSources lists the tenant's sources with pull settings (the
+// sources area answers) and the start of each one's latest run (from the
+// (tenant_id, source_id, started_at) index).
 func reconcilableSources(ctx context.Context, x db.Ext, tenantID string) ([]dueSource, error) {
-	var out []dueSource
-	err := x.SelectContext(ctx, &out, `SELECT s.id, s.reconcile_interval_s,
-			(SELECT MAX(r.started_at) FROM reconcile_runs r WHERE r.tenant_id = s.tenant_id AND r.source_id = s.id) AS last_start
-		FROM sources s
-		WHERE s.tenant_id = ? AND s.kind IN ('typeform', 'meta', 'generic')
-			AND s.reconcile_base_url IS NOT NULL AND s.reconcile_base_url <> ''`, tenantID)
-	return out, err
-}
-
-// senderFields are a lead's sender-owned fields as stored, keyed by source_ref.
-type senderFields struct {
-	SourceRef string `db:"source_ref"`
-	Email     string `db:"email"`
-	Name      string `db:"name"`
-	Phone     string `db:"phone"`
-	Company   string `db:"company"`
-}
-
-func knownLeads(ctx context.Context, x db.Ext, tenantID, sourceID string, refs []string) (map[string]senderFields, error) {
-	out := make(map[string]senderFields, len(refs))
-	if len(refs) == 0 {
-		return out, nil
-	}
-	q, args, err := sqlx.In(`SELECT source_ref, email, name, phone, company FROM leads
-		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs)
-	if err != nil {
+	pulled, err := sources.Pulled(ctx, x, tenantID)
+	if err != nil || len(pulled) == 0 {
 		return nil, err
 	}
-	var rows []senderFields
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+	var runs []struct {
+		SourceID  string    `db:"source_id"`
+		LastStart time.Time `db:"last_start"`
+	}
+	if err := x.SelectContext(ctx, &runs, `SELECT source_id, MAX(started_at) AS last_start FROM reconcile_runs
+		WHERE tenant_id = ? GROUP BY source_id`, tenantID); err != nil {
 		return nil, err
 	}
-	for _, r := range rows {
-		out[r.SourceRef] = r
+	last := make(map[string]*time.Time, len(runs))
+	for i := range runs {
+		last[runs[i].SourceID] = &runs[i].LastStart
+	}
+	out := make([]dueSource, 0, len(pulled))
+	for _, p := range pulled {
+		out = append(out, dueSource{ID: p.ID, IntervalS: p.IntervalS, LastStart: last[p.ID]})
 	}
 	return out, nil
 }

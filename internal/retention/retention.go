@@ -1,5 +1,5 @@
-// Package retention owns the per-tenant retention settings (PRODUCT.md
-// §5c) and the scheduled purge that applies them: processed deliveries
+// Package retention owns the per-tenant retention settings
+// (docs/ARCHITECTURE.md, "Personal data") and the scheduled purge that applies them: processed deliveries
 // older than delivery_payload_days lose their raw payload (the row stays,
 // so counts and duplicate detection do), dead letters older than
 // dead_letter_days and outbound events older than event_days (with their

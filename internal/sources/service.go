@@ -21,6 +21,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/tenants"
 )
 
 // Service manages sources. The kind-specific hooks are injected so this
@@ -31,14 +32,7 @@ type Service struct {
 	BaseURL string // LEADPIPE_BASE_URL
 	Now     func() time.Time
 
-	// ValidateConfig returns field problems of a kind's config (generic).
-	ValidateConfig func(kind string, config json.RawMessage) map[string]string
-	// GenerateSecret makes a fresh secret in the kind's format.
-	GenerateSecret func(kind string) string
-	// ValidateSecret checks a user-supplied secret's format for the kind.
-	ValidateSecret func(kind, secret string) error
-	// CheckURL validates a reconcile base URL (SSRF guard); nil: syntax only.
-	CheckURL func(raw string) error
+	Checks
 
 	// A short-lived cache of resolved sources for the ingest hot path.
 	cacheMu  sync.Mutex
@@ -52,9 +46,22 @@ type cachedResolved struct {
 	at  time.Time
 }
 
+// Checks are the kind-specific rules a source is saved under, given by the
+// wiring (the webhook kinds, the outbound client's SSRF guard).
+type Checks struct {
+	// ValidateConfig returns field problems of a kind's config (generic).
+	ValidateConfig func(kind string, config json.RawMessage) map[string]string
+	// GenerateSecret makes a fresh secret in the kind's format.
+	GenerateSecret func(kind string) string
+	// ValidateSecret checks a user-supplied secret's format for the kind.
+	ValidateSecret func(kind, secret string) error
+	// CheckURL validates a reconcile base URL (SSRF guard); nil: syntax only.
+	CheckURL func(raw string) error
+}
+
 // NewService returns a service.
-func NewService(d *sqlx.DB, box *atrest.Box, baseURL string) *Service {
-	return &Service{DB: d, Box: box, BaseURL: strings.TrimRight(baseURL, "/"),
+func NewService(d *sqlx.DB, box *atrest.Box, baseURL string, checks Checks) *Service {
+	return &Service{DB: d, Box: box, BaseURL: strings.TrimRight(baseURL, "/"), Checks: checks,
 		Now: func() time.Time { return time.Now().UTC() }, CacheTTL: 2 * time.Second}
 }
 
@@ -483,9 +490,9 @@ func (s *Service) Resolve(ctx context.Context, tenantSlug, sourceSlug string) (R
 }
 
 func (s *Service) resolve(ctx context.Context, tenantSlug, sourceSlug string) (Resolved, error) {
-	var tenantID string
-	if err := s.DB.GetContext(ctx, &tenantID, `SELECT id FROM tenants WHERE slug = ?`, tenantSlug); err != nil {
-		return Resolved{}, db.MapErr(err, "no such webhook endpoint", "")
+	tenantID, err := tenants.IDBySlug(ctx, s.DB, tenantSlug, "no such webhook endpoint")
+	if err != nil {
+		return Resolved{}, err
 	}
 	src, err := getSourceBySlug(ctx, s.DB, tenantID, sourceSlug)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/db"
 )
 
@@ -102,4 +104,46 @@ func importSource(ctx context.Context, x db.Ext, tenantID string) (Source, error
 	var s Source
 	err := x.GetContext(ctx, &s, `SELECT `+sourceCols+` FROM sources WHERE tenant_id = ? AND kind = 'import' ORDER BY id LIMIT 1`, tenantID)
 	return s, db.MapErr(err, "source not found", "")
+}
+
+// Names maps the given source ids of a tenant to their names; a source
+// that is gone is absent. Other areas label what they show with it (a
+// lead's timeline) instead of joining the sources table.
+func Names(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT id, name FROM sources WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		ID   string `db:"id"`
+		Name string `db:"name"`
+	}
+	if err := x.SelectContext(ctx, &rows, x.Rebind(q), args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, nil
+}
+
+// PulledSource is a source with pull settings: its id and how often it is
+// reconciled.
+type PulledSource struct {
+	ID        string `db:"id"`
+	IntervalS int    `db:"reconcile_interval_s"`
+}
+
+// Pulled lists the tenant's sources that have pull settings (a kind that
+// can be reconciled and a base URL).
+func Pulled(ctx context.Context, x db.Ext, tenantID string) ([]PulledSource, error) {
+	var out []PulledSource
+	err := x.SelectContext(ctx, &out, `SELECT id, reconcile_interval_s FROM sources
+		WHERE tenant_id = ? AND kind IN ('typeform', 'meta', 'generic')
+			AND reconcile_base_url IS NOT NULL AND reconcile_base_url <> ''`, tenantID)
+	return out, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 )
@@ -237,4 +239,47 @@ func updateUserTimeZone(ctx context.Context, x db.Ext, tenantID, id, tz string) 
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// UserState is what other areas need of a user: the name, and whether the
+// user is disabled.
+type UserState struct {
+	Name     string
+	Disabled bool
+}
+
+// UserStates returns the given users of a tenant; ids of no such user are
+// absent. It runs in the caller's transaction x (an edit or the creating
+// transaction of a lead checks its owner there).
+func UserStates(ctx context.Context, x db.Ext, tenantID string, userIDs []string) (map[string]UserState, error) {
+	out := map[string]UserState{}
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	var us []struct {
+		ID       string     `db:"id"`
+		Name     string     `db:"name"`
+		Disabled *time.Time `db:"disabled_at"`
+	}
+	q, args, err := sqlx.In(`SELECT id, name, disabled_at FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.SelectContext(ctx, &us, q, args...); err != nil {
+		return nil, err
+	}
+	for _, u := range us {
+		out[u.ID] = UserState{Name: u.Name, Disabled: u.Disabled != nil}
+	}
+	return out, nil
+}
+
+// IDBySlug returns the id of the tenant with a slug (apperr.NotFound with
+// notFound as its message when there is none).
+func IDBySlug(ctx context.Context, x db.Ext, slug, notFound string) (string, error) {
+	t, err := getTenantBySlug(ctx, x, slug)
+	if apperr.Is(err, apperr.NotFound) {
+		return "", apperr.New(apperr.NotFound, "%s", notFound)
+	}
+	return t.ID, err
 }

@@ -18,7 +18,7 @@ func (s *Server) apiGetAssignment(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiPutAssignment is PUT /api/v1/assignment {"rules":[…],"first_response_minutes"}:
-// replaces the rules (PRODUCT.md §5a); 422 names the offending fields.
+// replaces the rules (docs/ARCHITECTURE.md, "Assignment and first response"); 422 names the offending fields.
 func (s *Server) apiPutAssignment(w http.ResponseWriter, r *http.Request) {
 	var in leads.Assignment
 	if err := DecodeJSON(w, r, &in); err != nil {

@@ -105,7 +105,7 @@ func findEverywhere(t *testing.T, d *sqlx.DB, needles ...string) []string {
 	return hits
 }
 
-// A person's export and erasure (PRODUCT.md §5c) on the real stack: the
+// A person's export and erasure (docs/ARCHITECTURE.md, "Personal data") on the real stack: the
 // export holds everything there was (fields, payloads with duplicates,
 // dead letters, notes, timeline, outbound events with attempts); another
 // tenant's id is 404 and changes nothing; 20 concurrent erasures under one

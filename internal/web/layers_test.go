@@ -115,3 +115,33 @@ func TestServerCheckNamesWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// Comments point into the repository (docs/ARCHITECTURE.md and the other
+// docs), never to a contract file that only lives outside it.
+func TestCommentsPointIntoTheRepository(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".templ")) || strings.HasSuffix(path, "layers_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, outside := range []string{"PRODUCT.md", "shared/docs", "// anchor:"} {
+			if strings.Contains(string(b), outside) {
+				t.Errorf("%s mentions %q: point to docs/ARCHITECTURE.md (or another file in the repository) instead", path, outside)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,7 +23,7 @@ import (
 	"leadpipe/internal/retention"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
-	"leadpipe/internal/webhooks/deliveries"
+	"leadpipe/internal/webhooks"
 )
 
 // Server is the struct of dependencies every handler is a method on. It
@@ -41,7 +41,7 @@ type Server struct {
 	Leads       *leads.Service          // leads API and pages: list, search, edit, notes, timeline
 	Idem        *idempotency.Middleware // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
 	DeliveryOps DeliveryAdmin           // deliveries API: list by state, reprocess, mapping preview (webhooks.Admin)
-	Deliveries  *deliveries.Store       // what sources received (source pages)
+	Deliveries  *webhooks.Reads         // what sources received (source pages)
 	Monitor     *monitor.Service        // duplicate-rate statistics, alert rules and alerts
 	Reconcile   *reconcile.Service      // reconcile runs: list and "Reconcile now"
 	Events      *events.Service         // outbound endpoints, events, attempts, replay

@@ -286,7 +286,7 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 
 // The chart window's duplicated deliveries are listed for windows up to a
 // day (an alert's, 1 h, 6 h, 24 h), the newest 50 of them, with their
-// count above (deliveries.DuplicatedSummary).
+// count above (webhooks.Reads.DuplicatedSummary).
 const (
 	maxDuplicateWindow = 25 * time.Hour
 	duplicatesShown    = 50

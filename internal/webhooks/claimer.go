@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/batch"
 	"leadpipe/internal/db"
 )
 
@@ -54,7 +54,7 @@ type Claimer struct {
 	batches, rows, runNanos, claimNanos atomic.Int64
 
 	once  sync.Once
-	reqs  chan *claimReq
+	loop  *batch.Loop[*claimReq]
 	conns chan *claimConn // Workers slots; nil until first used
 
 	qmu     sync.Mutex
@@ -114,7 +114,6 @@ func (c *Claimer) start() {
 		if c.MaxBytes <= 0 {
 			c.MaxBytes = 4 << 20
 		}
-		c.reqs = make(chan *claimReq, 4096)
 		c.conns = make(chan *claimConn, c.Workers)
 		for i := 0; i < c.Workers; i++ {
 			c.conns <- nil
@@ -129,7 +128,10 @@ func (c *Claimer) start() {
 		c.known.init(max(c.Memory, 0) / 8 * 7)
 		c.tally.init(max(c.Memory, 0) / 8)
 		c.stop = make(chan struct{})
-		go c.loop()
+		// Batches form from what is waiting (no linger); a second starts
+		// beside the first after Stagger.
+		c.loop = batch.New(batch.Options{MaxItems: c.MaxBatch, MaxBytes: c.MaxBytes, Workers: c.Workers, Beside: c.Stagger, Buffer: 4096},
+			func(r *claimReq) int { return len(r.d.Payload) }, c.runTimed)
 		go c.flushLoop()
 	})
 }
@@ -146,10 +148,8 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) (bool, string, error) {
 	defer func() { c.claimNanos.Add(int64(time.Since(t0))) }()
 	r := &claimReq{d: d, done: make(chan claimRes, 1)}
 	r.known, _ = c.known.get(d.TenantID, d.SourceID, d.DeliveryID)
-	select {
-	case c.reqs <- r:
-	case <-ctx.Done():
-		return false, "", ctx.Err()
+	if err := c.loop.Add(ctx, r); err != nil {
+		return false, "", err
 	}
 	// Once queued the claim completes regardless of ctx: the sender gets
 	// a truthful answer or a 5xx, never a silent half.
@@ -164,85 +164,11 @@ func (c *Claimer) Known(tenantID, sourceID, deliveryID string) (string, bool) {
 	return c.known.get(tenantID, sourceID, deliveryID)
 }
 
-// loop gathers claims into batches and starts them (see Claimer).
-func (c *Claimer) loop() {
-	done := make(chan time.Time, c.Workers) // a finished batch's start time
-	var inflight []time.Time                // start times of batches in flight
-	var batch []*claimReq
-	size := 0
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	add := func(r *claimReq) {
-		batch = append(batch, r)
-		size += len(r.d.Payload)
-	}
-	full := func() bool { return len(batch) >= c.MaxBatch || size >= c.MaxBytes }
-	finished := func(started time.Time) {
-		for i, t := range inflight {
-			if t.Equal(started) {
-				inflight = append(inflight[:i], inflight[i+1:]...)
-				break
-			}
-		}
-	}
-	for {
-		if len(batch) == 0 {
-			select {
-			case r := <-c.reqs:
-				add(r)
-			case t := <-done:
-				finished(t)
-				continue
-			}
-		}
-	fill:
-		for !full() {
-			select {
-			case r := <-c.reqs:
-				add(r)
-			default:
-				break fill
-			}
-		}
-		startNow, wait := false, time.Duration(0)
-		switch {
-		case len(inflight) == 0:
-			startNow = true
-		case len(inflight) >= c.Workers: // until one finishes
-		default:
-			wait = c.Stagger - time.Since(slices.MinFunc(inflight, time.Time.Compare))
-			startNow = wait <= 0
-		}
-		if startNow {
-			b, started := batch, time.Now()
-			batch, size = nil, 0
-			inflight = append(inflight, started)
-			go func() {
-				c.run(b)
-				c.runNanos.Add(int64(time.Since(started)))
-				done <- started
-			}()
-			continue
-		}
-		// Gather more until a batch finishes or the stagger has passed.
-		reqs := c.reqs
-		if full() {
-			reqs = nil
-		}
-		var tick <-chan time.Time
-		if wait > 0 {
-			timer.Reset(wait)
-			tick = timer.C
-		}
-		select {
-		case t := <-done:
-			finished(t)
-		case r := <-reqs:
-			add(r)
-		case <-tick:
-		}
-		timer.Stop()
-	}
+// runTimed runs one batch and adds its time to the stats.
+func (c *Claimer) runTimed(b []*claimReq) {
+	started := time.Now()
+	c.run(b)
+	c.runNanos.Add(int64(time.Since(started)))
 }
 
 // ClaimStats is what the claimer has done so far.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"leadpipe/internal/batch"
 )
 
 // Dispatcher enqueues the processing of committed deliveries after the
@@ -26,12 +28,9 @@ type Dispatcher struct {
 	Log   *slog.Logger
 	// Linger is how long a batch gathers after its first delivery
 	// (default 20 ms): off the sender's path, and a fiftieth of the
-	// second's budget from acknowledgement to a readable lead. At 1,337
-	// deliveries/s on 2 cores, 20 ms instead of 5 ms cut Redis's CPU per
-	// lead from 45 to 31 µs and the worker's from 170 to 160 µs (fewer,
-	// fuller tasks), and the lead was readable about as soon (median
-	// 92–112 ms against 85–105 ms): the worker's batch gathers 20 ms
-	// anyway (benchingest -e2e -phases d -rate 1337).
+	// second's budget from acknowledgement to a readable lead; fewer,
+	// fuller tasks cost Redis and the worker less per lead
+	// (docs/BENCHMARKS.md, "Settings and the numbers behind them").
 	Linger   time.Duration
 	MaxBatch int // deliveries per task (default 128)
 	Workers  int // concurrent enqueuers (default 4)
@@ -45,12 +44,8 @@ type Dispatcher struct {
 	failed   int       // deliveries whose enqueue failed since the last warning
 	lastWarn time.Time // when the last warning was written
 
-	once   sync.Once
-	mu     sync.RWMutex
-	closed bool
-	ch     chan dispatchItem
-	out    chan dispatchBatch
-	wg     sync.WaitGroup
+	once sync.Once
+	loop *batch.Loop[dispatchItem]
 }
 
 // dispatchItem is one delivery to queue; trace is the W3C traceparent of
@@ -94,79 +89,28 @@ func (d *Dispatcher) start() {
 		if d.WarnEvery <= 0 {
 			d.WarnEvery = 10 * time.Second
 		}
-		d.ch = make(chan dispatchItem, d.Buffer)
-		d.out = make(chan dispatchBatch, d.Workers)
-		d.wg.Add(1 + d.Workers)
-		go func() {
-			defer d.wg.Done()
-			d.gather()
-			close(d.out)
-		}()
-		for i := 0; i < d.Workers; i++ {
-			go func() {
-				defer d.wg.Done()
-				for b := range d.out {
-					d.enqueue(b)
-				}
-			}()
-		}
+		// From the first delivery waiting a batch gathers for Linger (or
+		// until MaxBatch deliveries), up to Workers enqueue at once.
+		d.loop = batch.New(batch.Options{MaxItems: d.MaxBatch, Linger: d.Linger, Workers: d.Workers, Buffer: d.Buffer},
+			nil, d.enqueueAll)
 	})
 }
 
-// gather forms the batches: from the first delivery waiting, it collects
-// for Linger (or until MaxBatch deliveries), then hands over one batch
-// per tenant, in chunks of MaxBatch.
-func (d *Dispatcher) gather() {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		first, ok := <-d.ch
-		if !ok {
-			return
+// enqueueAll queues one task per tenant of a batch.
+func (d *Dispatcher) enqueueAll(items []dispatchItem) {
+	byTenant := map[string]*dispatchBatch{}
+	var order []string
+	for _, it := range items {
+		b, seen := byTenant[it.tenantID]
+		if !seen {
+			b = &dispatchBatch{tenantID: it.tenantID}
+			byTenant[it.tenantID] = b
+			order = append(order, it.tenantID)
 		}
-		first0 := &dispatchBatch{tenantID: first.tenantID}
-		first0.add(first.id, first.trace)
-		byTenant := map[string]*dispatchBatch{first.tenantID: first0}
-		order := []string{first.tenantID}
-		n := 1
-		timer.Reset(d.Linger)
-		open := true
-	collect:
-		for n < d.MaxBatch {
-			select {
-			case it, ok := <-d.ch:
-				if !ok {
-					open = false
-					break collect
-				}
-				b, seen := byTenant[it.tenantID]
-				if !seen {
-					b = &dispatchBatch{tenantID: it.tenantID}
-					byTenant[it.tenantID] = b
-					order = append(order, it.tenantID)
-				}
-				b.add(it.id, it.trace)
-				n++
-			case <-timer.C:
-				break collect
-			}
-		}
-		timer.Stop()
-		for _, tenantID := range order {
-			b := byTenant[tenantID]
-			for len(b.ids) > 0 {
-				k := min(len(b.ids), d.MaxBatch)
-				out := dispatchBatch{tenantID: tenantID, ids: b.ids[:k]}
-				if b.traces != nil {
-					out.traces, b.traces = b.traces[:k], b.traces[k:]
-				}
-				d.out <- out
-				b.ids = b.ids[k:]
-			}
-		}
-		if !open {
-			return
-		}
+		b.add(it.id, it.trace)
+	}
+	for _, t := range order {
+		d.enqueue(*byTenant[t])
 	}
 }
 
@@ -180,47 +124,25 @@ func (d *Dispatcher) DispatchTraced(tenantID string, ids []string, traceparent s
 		return
 	}
 	d.start()
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	inline := func(ids []string) {
-		b := dispatchBatch{tenantID: tenantID}
-		for _, id := range ids {
-			b.add(id, traceparent)
-		}
-		d.enqueue(b)
-	}
-	if d.closed {
-		inline(ids)
-		return
-	}
 	for i, id := range ids {
-		select {
-		case d.ch <- dispatchItem{tenantID, id, traceparent}:
-		default:
-			// Full: the rest goes out from here, in one task.
-			inline(ids[i:])
+		if !d.loop.TryAdd(dispatchItem{tenantID, id, traceparent}) {
+			// Full (or flushed): the rest goes out from here, in one task.
+			b := dispatchBatch{tenantID: tenantID}
+			for _, id := range ids[i:] {
+				b.add(id, traceparent)
+			}
+			d.enqueue(b)
 			return
 		}
 	}
 }
 
-// Flush enqueues what is waiting and stops the workers; later Dispatch
+// Flush enqueues what is waiting and stops the batching; later Dispatch
 // calls enqueue inline. ctx bounds the wait (what is left, the sweeper
 // finds).
 func (d *Dispatcher) Flush(ctx context.Context) {
 	d.start()
-	d.mu.Lock()
-	if !d.closed {
-		d.closed = true
-		close(d.ch)
-	}
-	d.mu.Unlock()
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	_ = d.loop.Close(ctx)
 }
 
 // enqueue queues one batch task; an error is left to the sweeper.

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/db"
-	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
 )
@@ -98,51 +96,12 @@ func (p *Processor) countFailure(ctx context.Context, tenantID, sourceID, id, ca
 	p.Log.WarnContext(ctx, "delivery processing failed", "tenant_id", tenantID, "delivery", id, "err", cause)
 }
 
-// markFailed is MarkFailed for the task handler: a database error is
+// failTask is MarkFailed for the task handler: a database error is
 // logged (the error handler or the archive check retries the marking).
-func (p *Processor) markFailed(ctx context.Context, pl ProcessPayload, cause error) {
+func (p *Processor) failTask(ctx context.Context, pl ProcessPayload, cause error) {
 	if _, err := p.MarkFailed(ctx, pl, 0, cause.Error()); err != nil {
 		p.Log.ErrorContext(ctx, "mark delivery failed", "delivery", pl.DeliveryID, "err", err)
 	}
-}
-
-// decodeProcessPayload reads a processing task's payload.
-func decodeProcessPayload(b []byte) (ProcessPayload, bool) {
-	var pl ProcessPayload
-	if err := json.Unmarshal(b, &pl); err != nil || !ids.Valid(pl.TenantID) || !ids.Valid(pl.DeliveryID) {
-		return pl, false
-	}
-	return pl, true
-}
-
-// decodeBatchPayload reads a batch task's payload.
-func decodeBatchPayload(b []byte) (BatchPayload, bool) {
-	var pl BatchPayload
-	if err := json.Unmarshal(b, &pl); err != nil || !ids.Valid(pl.TenantID) || len(pl.IDs) == 0 {
-		return pl, false
-	}
-	for _, id := range pl.IDs {
-		if !ids.Valid(id) {
-			return pl, false
-		}
-	}
-	return pl, true
-}
-
-// taskDeliveries returns the deliveries a processing task (either type)
-// names.
-func taskDeliveries(typ string, payload []byte) ([]ProcessPayload, bool) {
-	switch typ {
-	case TypeProcessDelivery:
-		if pl, ok := decodeProcessPayload(payload); ok {
-			return []ProcessPayload{pl}, true
-		}
-	case TypeProcessBatch:
-		if b, ok := decodeBatchPayload(payload); ok {
-			return b.each(), true
-		}
-	}
-	return nil, false
 }
 
 // HandleFinalFailure is the Asynq error handler's hook for

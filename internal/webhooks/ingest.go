@@ -17,7 +17,6 @@ import (
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
-	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
@@ -273,73 +272,4 @@ func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.S
 	err = insertDeadLetter(ctx, in.DB, DeadLetter{TenantID: tenantID, SourceID: src.ID, ID: ids.New(), Reason: reason,
 		Headers: hj, Body: stripped, ReceivedAt: now})
 	return db.MapErr(err, "", "")
-}
-
-// TypeProcessDelivery is the task that maps a stored delivery to a lead.
-const TypeProcessDelivery = "delivery:process"
-
-// ProcessPayload names the delivery to process.
-type ProcessPayload struct {
-	TenantID   string `json:"tenant_id"`
-	DeliveryID string `json:"delivery_id"` // our row id
-	// Runs is the delivery's attempts when the task was queued. The
-	// task's final failure marks the delivery failed only while attempts
-	// still says so: once a reprocess has reset a failed delivery (its
-	// failure counted an attempt), a late failure of the old task (the
-	// error handler, the archive settle) leaves it alone.
-	Runs int `json:"runs,omitempty"`
-}
-
-// NewProcessTask builds the task of a delivery whose attempts are runs;
-// its TaskID is the delivery row id, so the ingest path and the sweeper
-// never queue one delivery twice.
-func NewProcessTask(tenantID, deliveryRowID string, runs int) (*asynq.Task, []asynq.Option) {
-	b, _ := json.Marshal(ProcessPayload{TenantID: tenantID, DeliveryID: deliveryRowID, Runs: runs})
-	return asynq.NewTask(TypeProcessDelivery, b), []asynq.Option{
-		asynq.TaskID(deliveryRowID), asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
-	}
-}
-
-// TypeProcessBatch is the task that maps a batch of one tenant's stored
-// deliveries to leads (the dispatcher's; the sweeper, a reprocess and the
-// tasks of older versions queue TypeProcessDelivery).
-const TypeProcessBatch = "delivery:process-batch"
-
-// BatchPayload names one tenant's deliveries to process.
-type BatchPayload struct {
-	TenantID string   `json:"tenant_id"`
-	IDs      []string `json:"ids"` // our row ids
-	// Runs is each delivery's attempts when the task was queued (see
-	// ProcessPayload.Runs); nil means 0 for all.
-	Runs []int `json:"runs,omitempty"`
-	// Traces is each delivery's W3C traceparent (the request that claimed
-	// it; internal/tracing), nil when none was traced.
-	Traces []string `json:"traces,omitempty"`
-}
-
-// each returns the batch as one ProcessPayload per delivery.
-func (b BatchPayload) each() []ProcessPayload {
-	out := make([]ProcessPayload, len(b.IDs))
-	for i, id := range b.IDs {
-		out[i] = ProcessPayload{TenantID: b.TenantID, DeliveryID: id}
-		if i < len(b.Runs) {
-			out[i].Runs = b.Runs[i]
-		}
-	}
-	return out
-}
-
-// NewBatchTask builds the task of a batch of one tenant's deliveries
-// (runs: see BatchPayload.Runs). It has no TaskID: a delivery in two
-// tasks is processed once (the rows are locked, one no longer `received`
-// is skipped).
-func NewBatchTask(tenantID string, ids []string, runs []int) (*asynq.Task, []asynq.Option) {
-	return newBatchTask(BatchPayload{TenantID: tenantID, IDs: ids, Runs: runs})
-}
-
-func newBatchTask(p BatchPayload) (*asynq.Task, []asynq.Option) {
-	b, _ := json.Marshal(p)
-	return asynq.NewTask(TypeProcessBatch, b), []asynq.Option{
-		asynq.Queue(jobs.QueueCritical), asynq.MaxRetry(12), asynq.Timeout(time.Minute),
-	}
 }

@@ -1,10 +1,13 @@
 package webhooks
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"leadpipe/internal/batch"
 )
 
 // The batch loop's rule: a batch that is not full never runs beside
@@ -13,7 +16,6 @@ import (
 // MaxBatch, and every delivery goes into exactly one batch.
 func TestBatchLoopRunsPartialBatchesAloneAndFullOnesSideBySide(t *testing.T) {
 	p := &Processor{MaxBatch: 8, Runners: 2, Gather: 50 * time.Millisecond}
-	p.reqs = make(chan *processReq, 1024)
 	var mu sync.Mutex
 	inflight, maxFull, maxPartialBeside := 0, 0, 0
 	seen := map[string]int{}
@@ -38,10 +40,10 @@ func TestBatchLoopRunsPartialBatchesAloneAndFullOnesSideBySide(t *testing.T) {
 		inflight--
 		mu.Unlock()
 	}
-	go p.loop(run)
+	loop := batch.New(p.loopOptions(), nil, run)
 	send := func(from, n int) {
 		for i := from; i < from+n; i++ {
-			p.reqs <- &processReq{id: fmt.Sprint(i)}
+			_ = loop.Add(context.Background(), &processReq{id: fmt.Sprint(i)})
 		}
 	}
 	waitFor := func(what string, cond func() bool) {

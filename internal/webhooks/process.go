@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 	"go.opentelemetry.io/otel/trace"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/batch"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
@@ -40,14 +40,14 @@ type Processor struct {
 	Queue   Enqueuer
 	Log     *slog.Logger
 	Now     func() time.Time
-	// AfterUpsert runs after a committed webhook upsert (e.g. queue Meta
-	// enrichment). Optional.
-	AfterUpsert func(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead)
-	// OnBatch, when set, runs inside each batch's transaction after the
-	// leads were written, with what each record did to its lead (outbound
-	// events go to their outbox here, in the same transaction). An error
-	// rolls the batch back (its deliveries are retried).
-	OnBatch func(ctx context.Context, tx *sqlx.Tx, tenantID string, outcomes []leads.UpsertOutcome) error
+	// Leads is told, inside each batch's transaction after the leads were
+	// written, what each record did to its lead (outbound events go to
+	// their outbox there, in the same transaction). An error rolls the
+	// batch back (its deliveries are retried). nil: nobody.
+	Leads BatchObserver
+	// Enricher is told of each committed webhook upsert (reconcile queues
+	// Meta enrichment). nil: nobody.
+	Enricher Enricher
 
 	MaxBatch int // deliveries per transaction (default 128)
 	Runners  int // batches in flight at most, when they are full (default 2; see loop)
@@ -60,8 +60,18 @@ type Processor struct {
 
 	Lifecycle // failure marking, archived tasks, the sweeper's cursors (failures.go, sweep.go)
 
-	once sync.Once
-	reqs chan *processReq
+	once    sync.Once
+	batches *batch.Loop[*processReq]
+}
+
+// BatchObserver is told, in a batch's transaction, what its records did.
+type BatchObserver interface {
+	SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error
+}
+
+// Enricher is told of a committed webhook upsert.
+type Enricher interface {
+	AfterWebhookUpsert(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead)
 }
 
 type processReq struct {
@@ -149,9 +159,7 @@ func (p *Processor) processMany(ctx context.Context, tenantID string, ids []stri
 send:
 	for ; sent < len(ids); sent++ {
 		reqs[sent] = &processReq{tenantID: tenantID, id: ids[sent], trace: sc, done: make(chan processRes, 1)}
-		select {
-		case p.reqs <- reqs[sent]:
-		case <-ctx.Done():
+		if p.batches.Add(ctx, reqs[sent]) != nil {
 			break send
 		}
 	}
@@ -171,6 +179,17 @@ send:
 }
 
 func (p *Processor) start() {
+	p.batches = batch.New(p.loopOptions(), nil, p.run)
+}
+
+// loopOptions shape the batches. A batch takes what is waiting and what
+// comes within Gather of its first delivery, and goes on gathering while
+// another batch is in flight (up to MaxBatch). Batches run one at a time
+// unless they are full: a full batch means a backlog, and then up to
+// Runners run at once. Under a steady load one batch at a time leaves the
+// database's other core to ingest (docs/BENCHMARKS.md, "The worker's
+// batches"); a backlog drains with all of them.
+func (p *Processor) loopOptions() batch.Options {
 	if p.MaxBatch <= 0 {
 		p.MaxBatch = 128
 	}
@@ -180,73 +199,7 @@ func (p *Processor) start() {
 	if p.Runners <= 0 {
 		p.Runners = 2
 	}
-	p.reqs = make(chan *processReq, 1024)
-	go p.loop(p.run)
-}
-
-// loop forms the batches and runs them. A batch takes what is waiting
-// and what comes within Gather of its first delivery, and goes on
-// gathering while another batch is in flight (up to MaxBatch). Batches
-// run one at a time unless they are full: a full batch means a backlog,
-// and then up to Runners run at once. Under a steady load one batch at a
-// time leaves the database's other core to ingest (two transactions at
-// once tripled the acknowledgement's p99 at 2,500 deliveries/s on 2
-// cores: benchingest -e2e -rate 2500); a backlog drains with all of them.
-func (p *Processor) loop(run func([]*processReq)) {
-	done := make(chan struct{}, p.Runners)
-	inflight := 0
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var batch []*processReq
-	for {
-		if len(batch) == 0 {
-			select {
-			case r := <-p.reqs:
-				batch = append(batch, r)
-			case <-done:
-				inflight--
-				continue
-			}
-			if p.Gather > 0 {
-				timer.Reset(p.Gather)
-			}
-		}
-		gathering := p.Gather > 0
-		for {
-			full := len(batch) >= p.MaxBatch
-			if !gathering && (inflight == 0 || (full && inflight < p.Runners)) {
-				break
-			}
-			reqs := p.reqs
-			if full {
-				reqs = nil
-				if gathering {
-					gathering = false
-					timer.Stop() // Go ≥ 1.23: no stale tick is received after Stop
-					continue
-				}
-			}
-			var deadline <-chan time.Time
-			if gathering {
-				deadline = timer.C
-			}
-			select {
-			case r := <-reqs:
-				batch = append(batch, r)
-			case <-done:
-				inflight--
-			case <-deadline:
-				gathering = false
-			}
-		}
-		b := batch
-		batch = nil
-		inflight++
-		go func() {
-			run(b)
-			done <- struct{}{}
-		}()
-	}
+	return batch.Options{MaxItems: p.MaxBatch, Linger: max(p.Gather, 0), Workers: p.Runners, Beside: batch.Never}
 }
 
 // run processes a batch; when the database refuses it for a reason one
@@ -286,7 +239,7 @@ func permanent(err error) bool {
 // processBatch is one transaction: lock the batch's deliveries (one query
 // per tenant), build each source's mapper once, map, one batch upsert of
 // the leads per tenant (record order kept), one update of the processed
-// deliveries and one of the failed ones, OnBatch, commit. A delivery that
+// deliveries and one of the failed ones, the Leads observer, commit. A delivery that
 // cannot map is marked failed in the same transaction and fails only
 // itself.
 func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]processRes, error) {
@@ -415,14 +368,14 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				}
 			}
 			for _, it := range failed {
-				if err := MarkFailed(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
+				if err := failUnmappable(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
 					return err
 				}
 			}
 			failedAll = append(failedAll, failed...)
-			if p.OnBatch != nil && len(outcomes) > 0 {
+			if p.Leads != nil && len(outcomes) > 0 {
 				ectx, espan := tracing.Start(ctx, "outbox.emit")
-				err := p.OnBatch(ectx, tx, tenantID, outcomes)
+				err := p.Leads.SenderChanged(ectx, tx, tenantID, outcomes)
 				endSpan(espan, err)
 				if err != nil {
 					return err
@@ -440,14 +393,14 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 		return nil, err
 	}
 	// Each failed delivery was locked and still 'received' in the
-	// transaction, so MarkFailed changed it: counted here once, like the
+	// transaction, so failUnmappable changed it: counted here once, like the
 	// task handler's marking (which now finds it failed and counts nothing).
 	for _, it := range failedAll {
 		p.countFailure(ctx, it.req.tenantID, it.d.SourceID, it.req.id, it.res.err.Error(), now)
 	}
-	if p.AfterUpsert != nil {
+	if p.Enricher != nil {
 		for _, it := range after {
-			p.AfterUpsert(ctx, it.req.tenantID, it.src, it.res.res.LeadID, it.lead)
+			p.Enricher.AfterWebhookUpsert(ctx, it.req.tenantID, it.src, it.res.res.LeadID, it.lead)
 		}
 	}
 	out := make([]processRes, len(items))
@@ -540,7 +493,7 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 }
 
 // dropPayloads empties the payloads of deliveries whose record belongs to
-// an erased lead (PRODUCT.md §5c); the rows stay, so duplicates of them
+// an erased lead (docs/ARCHITECTURE.md, "Personal data"); the rows stay, so duplicates of them
 // are still answered as duplicates.
 func dropPayloads(ctx context.Context, x db.Ext, tenantID string, ids []string) error {
 	if len(ids) == 0 {
@@ -555,73 +508,11 @@ func dropPayloads(ctx context.Context, x db.Ext, tenantID string, ids []string) 
 	return err
 }
 
-// MarkFailed records that a delivery can never be processed (state
-// 'failed', the cause in last_error), so the sweeper stops re-queuing it.
-// Only a delivery still 'received' changes.
-func MarkFailed(ctx context.Context, x db.Ext, tenantID, id string, cause error, now time.Time) error {
+// failUnmappable records, in the batch's transaction, that a delivery can
+// never be processed (state 'failed', the cause in last_error), so the
+// sweeper stops re-queuing it. Only a delivery still 'received' changes.
+func failUnmappable(ctx context.Context, x db.Ext, tenantID, id string, cause error, now time.Time) error {
 	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?, `+spareForFinish+`
 		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, leads.Clip(cause.Error(), 1000), tenantID, id)
-	return err
-}
-
-// HandleProcess is the Asynq handler of TypeProcessDelivery.
-func (p *Processor) HandleProcess(ctx context.Context, t *asynq.Task) error {
-	pl, ok := decodeProcessPayload(t.Payload())
-	if !ok {
-		return fmt.Errorf("delivery:process: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
-	}
-	ctx, span := tracing.StartKind(ctx, "delivery.process-one", trace.SpanKindConsumer)
-	defer span.End()
-	_, err := p.ProcessDelivery(ctx, pl.TenantID, pl.DeliveryID)
-	return p.settle(ctx, pl, err)
-}
-
-// HandleBatch is the Asynq handler of TypeProcessBatch: the batch's
-// deliveries go to the batch loop together, each with its own result. A
-// delivery that can never be processed is marked failed and fails only
-// itself; a transient error (the database) fails the task, and Asynq's
-// retry runs the batch again, where the deliveries processed already are
-// skipped.
-func (p *Processor) HandleBatch(ctx context.Context, t *asynq.Task) error {
-	b, ok := decodeBatchPayload(t.Payload())
-	if !ok {
-		return fmt.Errorf("delivery:process-batch: undecodable payload %q: %w", t.Payload(), asynq.SkipRetry)
-	}
-	pls := b.each()
-	ctx, span := startBatchTask(ctx, b)
-	defer span.End()
-	results := p.processMany(ctx, b.TenantID, b.IDs)
-	var retry error
-	n := 0
-	for i, res := range results {
-		if err := p.settle(ctx, pls[i], res.err); err != nil && !errors.Is(err, asynq.SkipRetry) {
-			retry, n = err, n+1
-		}
-	}
-	if retry != nil {
-		return fmt.Errorf("delivery:process-batch: %d of %d deliveries: %w", n, len(pls), retry)
-	}
-	return nil
-}
-
-// settle turns one delivery's processing error into the task's answer:
-// nil when it is done (or another run did it), SkipRetry after marking it
-// failed when retrying cannot help, the error itself when it is transient
-// (the database: Asynq retries with backoff).
-func (p *Processor) settle(ctx context.Context, pl ProcessPayload, err error) error {
-	switch {
-	case err == nil, errors.Is(err, errAlreadyProcessed):
-		return nil
-	case apperr.Is(err, apperr.NotFound):
-		// The source is gone (a delivery that is gone itself changes nothing):
-		// retrying cannot help.
-		p.markFailed(ctx, pl, err)
-		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
-	case errors.Is(err, kinds.ErrUnparseable), errors.Is(err, kinds.ErrNoNaturalKey), errors.Is(err, kinds.ErrUnknownKind),
-		errors.Is(err, kinds.ErrInvalidConfig):
-		// The stored bytes can never map: a dead letter, not a retry loop.
-		p.markFailed(ctx, pl, err)
-		return fmt.Errorf("delivery:process: %v: %w", err, asynq.SkipRetry)
-	}
 	return err
 }

@@ -3,13 +3,13 @@ package webhooks
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
 )
 
 // Sightings brings leads.times_seen up to date with the duplicates counted
@@ -129,19 +129,7 @@ func SyncSightings(ctx context.Context, d *sqlx.DB, tenantID string, ids []strin
 			}
 			add[r.LeadID] += r.N
 		}
-		var b strings.Builder
-		b.WriteString(`UPDATE leads SET times_seen = times_seen + CASE id`)
-		largs := []any{}
-		for _, id := range leadOrder {
-			b.WriteString(` WHEN ? THEN ?`)
-			largs = append(largs, id, add[id])
-		}
-		b.WriteString(` ELSE 0 END WHERE tenant_id = ? AND id IN (?` + strings.Repeat(", ?", len(leadOrder)-1) + `)`)
-		largs = append(largs, tenantID)
-		for _, id := range leadOrder {
-			largs = append(largs, id)
-		}
-		if _, err := tx.ExecContext(ctx, b.String(), largs...); err != nil {
+		if err := leads.AddSightings(ctx, tx, tenantID, leadOrder, add); err != nil {
 			return err
 		}
 		dids := make([]string, len(rows))

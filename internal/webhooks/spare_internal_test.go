@@ -59,7 +59,7 @@ func TestADeliveryRowNeverGrows(t *testing.T) {
 			}
 		},
 		"failed": func(id string) {
-			if err := MarkFailed(ctx, x, tenant, id, errors.New("bad json"), now); err != nil {
+			if err := failUnmappable(ctx, x, tenant, id, errors.New("bad json"), now); err != nil {
 				t.Fatal(err)
 			}
 		},

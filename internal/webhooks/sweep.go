@@ -14,10 +14,6 @@ import (
 	"leadpipe/internal/tenants"
 )
 
-// TypeSweep re-enqueues deliveries left unprocessed (Redis was down, a
-// worker crashed between commit and enqueue) and settles archived tasks.
-const TypeSweep = "delivery:sweep"
-
 // sweepPage is the sweeper's page size; sweepBudget bounds the rows one
 // sweep looks at over all tenants (the rest waits for the next sweep,
 // which continues from each tenant's cursor).

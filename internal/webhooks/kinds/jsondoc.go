@@ -35,12 +35,10 @@ func decodeObject(raw []byte) object {
 // key keeps its last value) without copying or decoding the values. A
 // member's value is valid JSON too, so object lookups need no new check.
 //
-// It earns its place (measured 2026-12-01, BenchmarkIngest, best of 3):
-// with json.Unmarshal into an object instead, which re-validates and
-// copies at every nested lookup, a request's Verify+Parse+Map took
-// 1.1–2.0× as long (generic 16→29 µs, typeform 22→26–42 µs, timestamped
-// 15→20–31 µs, standard 7–10→8–14 µs), up to a tenth of a request's CPU
-// (about 100 µs): more than the 5 % we allow such code to save. Typed
+// It earns its place: json.Unmarshal into an object instead re-validates
+// and copies at every nested lookup, and a request's Verify+Parse+Map took
+// up to twice as long (docs/BENCHMARKS.md, "Settings and the numbers
+// behind them"): more than the 5 % we allow such code to save. Typed
 // structs would match member names case-insensitively, which the kinds'
 // lookups must not.
 func splitObject(b []byte) object {

@@ -1,31 +1,30 @@
-// Package deliveries is the webhooks area's read side of its tables:
-// deliveries, their duplicate arrivals and dead letters, as the source
-// pages and a lead's timeline show them. Every method is scoped by tenant
-// and none changes data (the ingest path in package webhooks writes), but
-// for the erasure's blanking of a person's payloads (erase.go).
-//
-// It is a package of its own, not part of package webhooks, because the
-// web layer and the leads timeline read through it and package webhooks
-// imports both.
-package deliveries
+package webhooks
+
+// The read side of the area's tables: deliveries, their duplicate
+// arrivals and dead letters, as the source pages and a lead's timeline
+// show them. Every method is scoped by tenant and none changes data.
 
 import (
 	"context"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/sources"
 )
 
-// Store reads deliveries, duplicates and dead letters.
-type Store struct {
+// Reads reads deliveries, duplicates and dead letters.
+type Reads struct {
 	DB *sqlx.DB
 }
 
-// NewStore returns a store on d.
-func NewStore(d *sqlx.DB) *Store { return &Store{DB: d} }
+// NewReads returns the read side on d.
+func NewReads(d *sqlx.DB) *Reads { return &Reads{DB: d} }
 
-// Delivery is one stored delivery with how often it arrived again.
-type Delivery struct {
+// DeliverySummary is one stored delivery with how often it arrived again.
+type DeliverySummary struct {
 	ID               string     `db:"id"`
 	DeliveryID       string     `db:"delivery_id"`
 	Origin           string     `db:"origin"`
@@ -42,8 +41,8 @@ type Delivery struct {
 
 // Recent lists a source's newest deliveries with their duplicate arrivals,
 // counted on the row (index ix_deliveries_source_time).
-func (s *Store) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]Delivery, error) {
-	var out []Delivery
+func (s *Reads) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]DeliverySummary, error) {
+	var out []DeliverySummary
 	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
 			d.attempts, d.last_error, LENGTH(d.payload) AS size,
 			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
@@ -57,8 +56,8 @@ func (s *Store) Recent(ctx context.Context, tenantID, sourceID string, limit int
 // between from and to (their first and last repeat overlap the window),
 // however old the original, newest first: a range on
 // ix_deliveries_dup_last. DuplicatedSummary counts the same rows.
-func (s *Store) DuplicatedBetween(ctx context.Context, tenantID, sourceID string, from, to time.Time, limit int) ([]Delivery, error) {
-	var out []Delivery
+func (s *Reads) DuplicatedBetween(ctx context.Context, tenantID, sourceID string, from, to time.Time, limit int) ([]DeliverySummary, error) {
+	var out []DeliverySummary
 	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
 			d.attempts, d.last_error, LENGTH(d.payload) AS size,
 			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
@@ -71,7 +70,7 @@ func (s *Store) DuplicatedBetween(ctx context.Context, tenantID, sourceID string
 // DuplicatedSummary counts what DuplicatedBetween lists, without its
 // limit: the deliveries that arrived again in the window and their
 // repeats.
-func (s *Store) DuplicatedSummary(ctx context.Context, tenantID, sourceID string, from, to time.Time) (deliveries, repeats int64, err error) {
+func (s *Reads) DuplicatedSummary(ctx context.Context, tenantID, sourceID string, from, to time.Time) (deliveries, repeats int64, err error) {
 	var row struct {
 		N       int64 `db:"n"`
 		Repeats int64 `db:"repeats"`
@@ -86,7 +85,7 @@ func (s *Store) DuplicatedSummary(ctx context.Context, tenantID, sourceID string
 // LastBySource returns when each of the tenant's sources last received a
 // delivery; MAX per group prefix is a loose index scan of
 // ix_deliveries_source_time, one index dive per source.
-func (s *Store) LastBySource(ctx context.Context, tenantID string) (map[string]time.Time, error) {
+func (s *Reads) LastBySource(ctx context.Context, tenantID string) (map[string]time.Time, error) {
 	var rows []struct {
 		SourceID string    `db:"source_id"`
 		Last     time.Time `db:"last"`
@@ -100,9 +99,9 @@ func (s *Store) LastBySource(ctx context.Context, tenantID string) (map[string]t
 	return out, err
 }
 
-// DeadLetter is a signed request that could not be used, with (the start
-// of) its raw body.
-type DeadLetter struct {
+// DeadLetterShown is a signed request that could not be used, with (the
+// start of) its raw body, as a source page shows it.
+type DeadLetterShown struct {
 	ID         string    `db:"id"`
 	Reason     string    `db:"reason"`
 	Headers    []byte    `db:"headers"`
@@ -115,8 +114,8 @@ type DeadLetter struct {
 const MaxDeadLetterBody = 64 << 10
 
 // DeadLetters lists a source's newest dead letters.
-func (s *Store) DeadLetters(ctx context.Context, tenantID, sourceID string, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
+func (s *Reads) DeadLetters(ctx context.Context, tenantID, sourceID string, limit int) ([]DeadLetterShown, error) {
+	var out []DeadLetterShown
 	err := s.DB.SelectContext(ctx, &out, `SELECT id, reason, IFNULL(headers, '{}') AS headers,
 			SUBSTRING(body, 1, ?) AS body, LENGTH(body) AS size, received_at
 		FROM dead_letters WHERE tenant_id = ? AND source_id = ?
@@ -125,65 +124,65 @@ func (s *Store) DeadLetters(ctx context.Context, tenantID, sourceID string, limi
 }
 
 // DeadLetterCount counts a source's dead letters since a time.
-func (s *Store) DeadLetterCount(ctx context.Context, tenantID, sourceID string, since time.Time) (int, error) {
+func (s *Reads) DeadLetterCount(ctx context.Context, tenantID, sourceID string, since time.Time) (int, error) {
 	var n int
 	err := s.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND received_at >= ?`,
 		tenantID, sourceID, since)
 	return n, err
 }
 
-// LeadDelivery is a delivery that reached a lead, with its source's name
-// (nil when the source is gone).
-type LeadDelivery struct {
-	ID         string    `db:"id"`
-	SourceID   string    `db:"source_id"`
-	DeliveryID string    `db:"delivery_id"`
-	Origin     string    `db:"origin"`
-	ReceivedAt time.Time `db:"received_at"`
-	Outcome    *string   `db:"outcome"` // created | updated | unchanged | stale, once processed
-	SourceName *string   `db:"source_name"`
-}
-
-// ForLead lists the newest deliveries that upserted a lead. The source's
-// name is joined here (one query) rather than looked up per row.
-func (s *Store) ForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDelivery, error) {
-	var out []LeadDelivery
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at, d.outcome,
-			s.name AS source_name
-		FROM deliveries d LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
+// ForLead lists the newest deliveries that upserted a lead, each labelled
+// with its source's name (sources.Names: one query for the page).
+func (s *Reads) ForLead(ctx context.Context, tenantID, leadID string, limit int) ([]leads.LeadDelivery, error) {
+	var out []leads.LeadDelivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.origin, d.received_at, d.outcome
+		FROM deliveries d
 		WHERE d.tenant_id = ? AND d.lead_id = ? ORDER BY d.received_at DESC LIMIT ?`, tenantID, leadID, limit)
+	if err != nil {
+		return nil, err
+	}
+	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
+	for i := range out {
+		out[i].SourceName = names[out[i].SourceID]
+	}
 	return out, err
-}
-
-// LeadDuplicate is the duplicates of one of a lead's deliveries: counted
-// on the delivery, with first and last arrival.
-type LeadDuplicate struct {
-	DeliveryID string    `db:"id"`          // Leadpipe's id of the original delivery
-	SourceID   string    `db:"source_id"`   //
-	SenderID   string    `db:"delivery_id"` // the sender's delivery id
-	Count      int       `db:"dup_count"`
-	FirstAt    time.Time `db:"dup_first_at"`
-	LastAt     time.Time `db:"dup_last_at"`
-	SourceName *string   `db:"source_name"`
 }
 
 // DuplicatesForLead lists a lead's deliveries that arrived again, the
 // most recently repeated first.
-func (s *Store) DuplicatesForLead(ctx context.Context, tenantID, leadID string, limit int) ([]LeadDuplicate, error) {
-	var out []LeadDuplicate
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.dup_count, d.dup_first_at, d.dup_last_at,
-			s.name AS source_name
+func (s *Reads) DuplicatesForLead(ctx context.Context, tenantID, leadID string, limit int) ([]leads.LeadDuplicate, error) {
+	var out []leads.LeadDuplicate
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.source_id, d.delivery_id, d.dup_count, d.dup_first_at, d.dup_last_at
 		FROM deliveries d
-		LEFT JOIN sources s ON s.tenant_id = d.tenant_id AND s.id = d.source_id
 		WHERE d.tenant_id = ? AND d.lead_id = ? AND d.dup_count > 0 AND d.dup_first_at IS NOT NULL AND d.dup_last_at IS NOT NULL
 		ORDER BY d.dup_last_at DESC LIMIT ?`, tenantID, leadID, limit)
+	if err != nil {
+		return nil, err
+	}
+	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
+	for i := range out {
+		out[i].SourceName = names[out[i].SourceID]
+	}
 	return out, err
+}
+
+// sourceNames asks the sources area for the names of n rows' sources.
+func (s *Reads) sourceNames(ctx context.Context, tenantID string, n int, id func(int) string) (map[string]string, error) {
+	seen := map[string]bool{}
+	var ids []string
+	for i := 0; i < n; i++ {
+		if k := id(i); !seen[k] {
+			seen[k] = true
+			ids = append(ids, k)
+		}
+	}
+	return sources.Names(ctx, s.DB, tenantID, ids)
 }
 
 // ProcessedSince lists a source's deliveries processed into a lead since a
 // time, newest first (index ix_deliveries_pending): what a reprocess made.
-func (s *Store) ProcessedSince(ctx context.Context, tenantID, sourceID string, since time.Time, limit int) ([]Delivery, error) {
-	var out []Delivery
+func (s *Reads) ProcessedSince(ctx context.Context, tenantID, sourceID string, since time.Time, limit int) ([]DeliverySummary, error) {
+	var out []DeliverySummary
 	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
 			d.attempts, d.last_error, LENGTH(d.payload) AS size,
 			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
@@ -198,7 +197,7 @@ func (s *Store) ProcessedSince(ctx context.Context, tenantID, sourceID string, s
 // split as times_seen = deliveries + repeats on every page that shows
 // them (components.SightingsText). One query for a page of leads, on
 // ix_deliveries_lead; leads without repeats are absent.
-func (s *Store) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []string) (map[string]int, error) {
+func (s *Reads) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []string) (map[string]int, error) {
 	out := map[string]int{}
 	if len(leadIDs) == 0 {
 		return out, nil
@@ -217,6 +216,30 @@ func (s *Store) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []st
 	}
 	for _, r := range rows {
 		out[r.LeadID] = r.N
+	}
+	return out, nil
+}
+
+// PendingRefs maps the source's deliveries not yet turned into a lead
+// (received: queued or in a backlog; failed) to their natural keys, so
+// reconcile never counts a record the webhooks did bring as webhook loss.
+// mapRef maps a stored payload to its natural key ("" when it has none).
+func PendingRefs(ctx context.Context, x db.Ext, tenantID, sourceID string, mapRef func([]byte) string) (map[string]string, error) {
+	var rows []struct {
+		State   string `db:"state"`
+		Payload []byte `db:"payload"`
+	}
+	if err := x.SelectContext(ctx, &rows, `SELECT state, payload FROM deliveries
+		WHERE tenant_id = ? AND state IN ('received', 'failed') AND source_id = ? LIMIT 20000`, tenantID, sourceID); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		if ref := mapRef(r.Payload); ref != "" {
+			if out[ref] != StateReceived {
+				out[ref] = r.State
+			}
+		}
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package deliveries
+package webhooks
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"leadpipe/internal/db"
 )
 
-// A person's data in the ingest tables (PRODUCT.md §5c): the raw payloads
+// A person's data in the ingest tables (docs/ARCHITECTURE.md, "Personal data"): the raw payloads
 // of the deliveries that reached a lead, and dead letters that carry the
 // same record. The export reads them; the erasure blanks them in its own
 // transaction (x), keeping the rows: counts, duplicate detection and the
