@@ -1,4 +1,4 @@
-// Package imports runs CSV imports of leads (PRODUCT.md §5b): an upload is
+// Package imports runs CSV imports of leads (docs/ARCHITECTURE.md): an upload is
 // checked and stored whole in the database first (imports, import_chunks),
 // then a task applies its rows in batches through the same batch upsert as
 // webhooks (leads.UpsertFromSenderBatch) as records of the tenant's import

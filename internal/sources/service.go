@@ -536,7 +536,7 @@ func changedFields(a, b Source) []string {
 	return out
 }
 
-// KindImport is the kind of a tenant's CSV import source (PRODUCT.md §5b):
+// KindImport is the kind of a tenant's CSV import source (internal/imports):
 // imported rows are its records, keyed by the import's natural-key column.
 // It takes no webhooks (no kind verifies it) and is made by ImportSource,
 // never through the sources API.

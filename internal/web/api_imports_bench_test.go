@@ -23,7 +23,7 @@ import (
 // held to: raw batched INSERT … ON DUPLICATE KEY UPDATE of the same rows,
 // in statements of the import's batch size on one connection, into a copy
 // of leads. Reports the seconds of each, the ratio raw/import (≥ 0.7 is
-// the target, PRODUCT.md §5b) and the rows of leads the re-import rewrote
+// the target, docs/BENCHMARKS.md "CSV import and export") and the rows of leads the re-import rewrote
 // (a checksum of the table before and after, and the rows whose
 // last_seen_at or updated_at moved).
 //
