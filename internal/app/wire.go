@@ -13,6 +13,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/imports"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
@@ -99,6 +100,11 @@ func (a *App) wire(ctx context.Context) error {
 	a.Retention = retention.NewService(a.DB, a.Tenants.ForEach, RetentionPurgers(), a.Log.With("component", "retention"))
 	a.Retention.Now = a.Now
 
+	// CSV imports apply their rows through the webhooks' batch upsert as
+	// the tenant's import source; ls writes what they changed.
+	imp := imports.NewService(a.DB, a.Sources, ls.SenderChanged, a.Queue, a.Tenants.ForEach,
+		a.Log.With("component", "imports"), a.Now)
+
 	metrics := a.metricsHandler(rec)
 
 	a.Web = &web.Server{
@@ -108,6 +114,7 @@ func (a *App) wire(ctx context.Context) error {
 		Privacy:    privacy.NewService(a.DB, ls, a.Sources, a.Now),
 		Retention:  a.Retention,
 		Rejections: &rejections.Service{DB: a.DB, Now: a.Now},
+		Imports:    imp,
 		Idem: &idempotency.Middleware{
 			Store:  idemStore,
 			Tenant: web.Tenant,
@@ -123,6 +130,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 
 	a.registerTasks(mon, rc, idemStore)
+	a.registerImportTasks(imp)
 	return nil
 }
 

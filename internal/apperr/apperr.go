@@ -11,19 +11,20 @@ import (
 type Code string
 
 const (
-	NotFound           Code = "not_found"             // 404
-	Conflict           Code = "conflict"              // 409
-	Invalid            Code = "invalid"               // 422
-	BadRequest         Code = "bad_request"           // 400
-	Unauthorized       Code = "unauthorized"          // 401
-	Forbidden          Code = "forbidden"             // 403
-	MethodNotAllowed   Code = "method_not_allowed"    // 405
-	PreconditionFailed Code = "precondition_failed"   // 412
-	PreconditionNeeded Code = "precondition_required" // 428
-	TooLarge           Code = "too_large"             // 413
-	Unavailable        Code = "unavailable"           // 503
-	TooManyRequests    Code = "too_many_requests"     // 429
-	Internal           Code = "internal"              // 500
+	NotFound             Code = "not_found"              // 404
+	Conflict             Code = "conflict"               // 409
+	Invalid              Code = "invalid"                // 422
+	BadRequest           Code = "bad_request"            // 400
+	Unauthorized         Code = "unauthorized"           // 401
+	Forbidden            Code = "forbidden"              // 403
+	MethodNotAllowed     Code = "method_not_allowed"     // 405
+	PreconditionFailed   Code = "precondition_failed"    // 412
+	PreconditionNeeded   Code = "precondition_required"  // 428
+	TooLarge             Code = "too_large"              // 413
+	UnsupportedMediaType Code = "unsupported_media_type" // 415
+	Unavailable          Code = "unavailable"            // 503
+	TooManyRequests      Code = "too_many_requests"      // 429
+	Internal             Code = "internal"               // 500
 )
 
 // Error is a domain error. Message is safe to show to clients; Fields lists

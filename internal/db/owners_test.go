@@ -25,7 +25,8 @@ var tableOwners = map[string]string{
 	"alert_rules": "internal/monitor", "alerts": "internal/monitor", "alert_events": "internal/monitor", "alert_tenant_rules": "internal/monitor",
 	"audit_log":          "internal/audit",
 	"retention_settings": "internal/retention", "retention_cursors": "internal/retention",
-	"rejections":   "internal/rejections",
+	"rejections": "internal/rejections",
+	"imports":    "internal/imports", "import_chunks": "internal/imports", "import_errors": "internal/imports",
 	"installation": "internal/db",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",

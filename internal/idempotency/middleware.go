@@ -57,36 +57,47 @@ func (m *Middleware) Wrap(h HandlerFunc) http.HandlerFunc {
 			m.WriteError(w, r, apperr.Wrap(apperr.BadRequest, err, "malformed JSON: %s", err.Error()))
 			return
 		}
-		req := Request{TenantID: m.Tenant(r), Key: key, Fingerprint: Fingerprint(r.Method, r.URL.Path, canon)}
-		out, err := m.Store.Do(r.Context(), req, func(k *Key) (Response, error) {
-			resp, err := h(r.Context(), r, body, k)
-			if err == nil || errors.Is(err, ErrClaimLost) || rejectedByValidation(err) {
-				return resp, err // a validation error releases the key (rendered below)
-			}
-			return m.render(r, err), nil // stored when 4xx, released when 5xx
+		m.Run(w, r, key, Fingerprint(r.Method, r.URL.Path, canon), func(ctx context.Context, k *Key) (Response, error) {
+			return h(ctx, r, body, k)
 		})
-		switch {
-		case errors.Is(err, ErrClaimLost):
-			// A retry took the claim over after our lock deadline; our write
-			// rolled back, the retry's outcome is the one that counts.
-			w.Header().Set("Retry-After", "1")
-			m.WriteError(w, r, apperr.New(apperr.Conflict,
-				"this request took too long and was superseded by a retry with the same Idempotency-Key: retry to get its response"))
-		case err != nil:
-			m.WriteError(w, r, err)
-		case out.Decision == Replay:
-			out.Response.Header.Set("Idempotent-Replayed", "true")
-			write(w, out.Response)
-		case out.Decision == InProgress:
-			w.Header().Set("Retry-After", "1")
-			m.WriteError(w, r, apperr.New(apperr.Conflict,
-				"a request with this Idempotency-Key is still in progress: retry shortly to get its response"))
-		case out.Decision == Mismatch:
-			m.WriteError(w, r, apperr.InvalidFields(map[string]string{
-				Header: "was already used for a different request (method, path or body): use a new key for a new request"}))
-		default:
-			write(w, out.Response)
+	}
+}
+
+// Run runs h at most once per key for a request whose fingerprint the
+// caller computed (a streamed body, e.g. a CSV upload hashed while it was
+// read), and answers as Wrap does: the stored response on a replay, 409
+// while the first is in progress, 422 for another request under the key.
+func (m *Middleware) Run(w http.ResponseWriter, r *http.Request, key string, fp [32]byte,
+	h func(ctx context.Context, k *Key) (Response, error)) {
+	req := Request{TenantID: m.Tenant(r), Key: key, Fingerprint: fp}
+	out, err := m.Store.Do(r.Context(), req, func(k *Key) (Response, error) {
+		resp, err := h(r.Context(), k)
+		if err == nil || errors.Is(err, ErrClaimLost) || rejectedByValidation(err) {
+			return resp, err // a validation error releases the key (rendered below)
 		}
+		return m.render(r, err), nil // stored when 4xx, released when 5xx
+	})
+	switch {
+	case errors.Is(err, ErrClaimLost):
+		// A retry took the claim over after our lock deadline; our write
+		// rolled back, the retry's outcome is the one that counts.
+		w.Header().Set("Retry-After", "1")
+		m.WriteError(w, r, apperr.New(apperr.Conflict,
+			"this request took too long and was superseded by a retry with the same Idempotency-Key: retry to get its response"))
+	case err != nil:
+		m.WriteError(w, r, err)
+	case out.Decision == Replay:
+		out.Response.Header.Set("Idempotent-Replayed", "true")
+		write(w, out.Response)
+	case out.Decision == InProgress:
+		w.Header().Set("Retry-After", "1")
+		m.WriteError(w, r, apperr.New(apperr.Conflict,
+			"a request with this Idempotency-Key is still in progress: retry shortly to get its response"))
+	case out.Decision == Mismatch:
+		m.WriteError(w, r, apperr.InvalidFields(map[string]string{
+			Header: "was already used for a different request (method, path or body): use a new key for a new request"}))
+	default:
+		write(w, out.Response)
 	}
 }
 

@@ -65,6 +65,11 @@ const (
 type BatchRecord struct {
 	SourceID string
 	SenderRecord
+	// SkipUnchanged: a record that would change no sender-owned field
+	// writes nothing at all (no last_seen_at, no order key): a CSV
+	// re-import (internal/imports) rewrites no row. A webhook record is a
+	// sighting and never sets it.
+	SkipUnchanged bool
 }
 
 // UpsertOutcome is what became of one record of a batch.
@@ -282,10 +287,16 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 		default:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
 		}
+		// An unchanged record that asks so writes nothing to its own lead
+		// (a re-import), but still reaches a merged lead's survivor.
+		skip := out[i].Kind == OutcomeUnchanged && recs[i].SkipUnchanged && r.Sightings == 0
 		if st.MergedInto != nil {
 			if sv := survivors[*st.MergedInto]; sv != nil {
 				out[i].SurvivorID, out[i].Kind = sv.st.ID, sv.take(r, payload, now)
 			}
+		}
+		if skip {
+			continue
 		}
 		row[1] = st.ID
 		upArgs = append(upArgs, row...)

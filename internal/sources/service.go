@@ -498,6 +498,9 @@ func (s *Service) resolve(ctx context.Context, tenantSlug, sourceSlug string) (R
 	if err != nil {
 		return Resolved{}, err
 	}
+	if src.Kind == KindImport { // takes no webhooks: answered as an unknown source
+		return Resolved{}, apperr.New(apperr.NotFound, "source not found")
+	}
 	secrets, err := s.Secrets(ctx, tenantID, src.ID)
 	if err != nil {
 		return Resolved{}, err
@@ -531,4 +534,38 @@ func changedFields(a, b Source) []string {
 	add("reconcile.interval_seconds", a.ReconcileIntervalS != b.ReconcileIntervalS)
 	add("reconcile.lookback_seconds", a.ReconcileLookbackS != b.ReconcileLookbackS)
 	return out
+}
+
+// KindImport is the kind of a tenant's CSV import source (internal/imports):
+// imported rows are its records, keyed by the import's natural-key column.
+// It takes no webhooks (no kind verifies it) and is made by ImportSource,
+// never through the sources API.
+const KindImport = "import"
+
+// ImportSource returns the tenant's import source, creating it on first
+// use (slug "import", or "import-<id>" when a webhook source already took
+// that slug). Concurrent first uses agree on one source: the loser of the
+// slug race reads the winner's.
+func (s *Service) ImportSource(ctx context.Context, tenantID string) (Source, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		src, err := importSource(ctx, s.DB, tenantID)
+		if err == nil || !apperr.Is(err, apperr.NotFound) {
+			return src, err
+		}
+		now := s.now()
+		src = Source{TenantID: tenantID, ID: ids.New(), Slug: KindImport, Name: "CSV import", Kind: KindImport,
+			ReconcileIntervalS: 900, ReconcileLookbackS: 3600, CreatedAt: now, UpdatedAt: now}
+		if taken, err := getSourceBySlug(ctx, s.DB, tenantID, KindImport); err == nil && taken.Kind != KindImport {
+			src.Slug = "import-" + strings.ToLower(src.ID[len(src.ID)-8:])
+		}
+		err = insertSource(ctx, s.DB, src)
+		if err == nil {
+			s.invalidate()
+			return src, nil
+		}
+		if !apperr.Is(err, apperr.Conflict) {
+			return Source{}, err
+		}
+	}
+	return Source{}, apperr.New(apperr.Unavailable, "the import source could not be created; try again")
 }

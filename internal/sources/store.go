@@ -99,6 +99,13 @@ const insertCols = `tenant_id, id, slug, name, kind, config, verify_token_enc, r
 	reconcile_token_enc, reconcile_form_id, reconcile_list_path, reconcile_interval_s,
 	reconcile_lookback_s, reconcile_cursor, created_at, updated_at`
 
+// importSource is the tenant's oldest source of kind import.
+func importSource(ctx context.Context, x db.Ext, tenantID string) (Source, error) {
+	var s Source
+	err := x.GetContext(ctx, &s, `SELECT `+sourceCols+` FROM sources WHERE tenant_id = ? AND kind = 'import' ORDER BY id LIMIT 1`, tenantID)
+	return s, db.MapErr(err, "source not found", "")
+}
+
 // Names maps the given source ids of a tenant to their names; a source
 // that is gone is absent. Other areas label what they show with it (a
 // lead's timeline) instead of joining the sources table.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/leads"
 )
 
@@ -18,12 +19,30 @@ var exportColumns = []string{"id", "source", "email", "name", "phone", "company"
 // filters match, as CSV, streamed page by page (constant memory), newest
 // first. Sources are shown by slug and owners by email.
 func (s *Server) apiExportLeads(w http.ResponseWriter, r *http.Request) {
-	ctx, tenantID := r.Context(), Tenant(r)
 	f, err := leadFilter(r.URL.Query())
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
+	s.exportCSV(w, r, Tenant(r), f)
+}
+
+// uiExportLeads is GET /leads/export.csv, the inbox's Export button: the
+// leads of the inbox view and filters in the query (the inbox's own
+// parameters: view, status, source, owner, due, q), as the API's CSV.
+func (s *Server) uiExportLeads(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	iq := readInboxQuery(r.URL.Query(), sess.User.ID, sess.User.IsAdmin(), sess.User.Location(), time.Now())
+	if len(iq.bad) > 0 {
+		WriteError(w, r, s.Log, apperr.InvalidFields(iq.bad))
+		return
+	}
+	s.exportCSV(w, r, sess.Tenant.ID, iq.filter)
+}
+
+// exportCSV streams the leads f matches as CSV.
+func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, tenantID string, f leads.Filter) {
+	ctx := r.Context()
 	srcs, err := s.Sources.List(ctx, tenantID)
 	if err != nil {
 		WriteError(w, r, s.Log, err)

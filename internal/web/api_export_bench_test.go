@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // BenchmarkLeadsExport streams GET /api/v1/leads/export.csv of a tenant
 // with many leads through the real handler and reports rows/s and the
 // server's peak heap growth during the export (the client discards the
-// body, so the heap is the server's).
+// body, so the heap is the server's), and the process's peak resident-set
+// growth.
 //
 //	LEADPIPE_BENCH_LEADS=1000000   leads to seed (default 100000)
 //
@@ -40,15 +42,16 @@ func BenchmarkLeadsExport(b *testing.B) {
 	}
 	b.Logf("seeded %d leads in %s", n, time.Since(start).Round(time.Millisecond))
 	b.ResetTimer()
-	var rows, peak int64
+	var rows, peak, rssPeak int64
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		base := int64(ms.HeapAlloc)
+		rssBase := rssBytes()
 		stop := make(chan struct{})
-		var top atomic.Int64
+		var top, rssTop atomic.Int64
 		go func() {
 			t := time.NewTicker(5 * time.Millisecond)
 			defer t.Stop()
@@ -61,6 +64,9 @@ func BenchmarkLeadsExport(b *testing.B) {
 					runtime.ReadMemStats(&m)
 					if g := int64(m.HeapAlloc) - base; g > top.Load() {
 						top.Store(g)
+					}
+					if g := rssBytes() - rssBase; g > rssTop.Load() {
+						rssTop.Store(g)
 					}
 				}
 			}
@@ -84,9 +90,27 @@ func BenchmarkLeadsExport(b *testing.B) {
 		}
 		rows += lines - 1
 		peak = max(peak, top.Load())
+		rssPeak = max(rssPeak, rssTop.Load())
 	}
 	b.ReportMetric(float64(rows)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(peak)/(1<<20), "MB-heap-growth")
+	b.ReportMetric(float64(rssPeak)/(1<<20), "MB-rss-growth")
+}
+
+// rssBytes is the process's resident set (Linux /proc/self/status VmRSS;
+// 0 elsewhere): the whole test process, server and client.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func countLines(r io.Reader) (int64, error) {

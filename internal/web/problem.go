@@ -42,6 +42,8 @@ func StatusOf(code apperr.Code) int {
 		return http.StatusPreconditionRequired
 	case apperr.TooLarge:
 		return http.StatusRequestEntityTooLarge
+	case apperr.UnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
 	case apperr.Unavailable:
 		return http.StatusServiceUnavailable
 	case apperr.TooManyRequests:

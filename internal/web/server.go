@@ -14,6 +14,7 @@ import (
 	"leadpipe/internal/config"
 	"leadpipe/internal/events"
 	"leadpipe/internal/idempotency"
+	"leadpipe/internal/imports"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/privacy"
@@ -48,6 +49,7 @@ type Server struct {
 	Audit       *audit.Service          // the audit log: API and admin page
 	Privacy     *privacy.Service        // a lead's export and erasure
 	Retention   *retention.Service      // retention settings (API, settings page)
+	Imports     *imports.Service        // CSV imports: upload, progress, refused rows
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -66,7 +68,7 @@ func (s *Server) Check() error {
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
 		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Audit": s.Audit != nil,
-		"Privacy": s.Privacy != nil, "Retention": s.Retention != nil,
+		"Privacy": s.Privacy != nil, "Retention": s.Retention != nil, "Imports": s.Imports != nil,
 		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {

@@ -57,6 +57,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads/{id}/notes", s.uiLeadNote)
 			r.Post("/leads/{id}/next-step", s.uiLeadNextStep)
 			r.Post("/leads/bulk", s.uiBulk)
+			r.Get("/leads/export.csv", s.uiExportLeads)
 			s.leadUIRoutes(r)
 
 			r.Group(func(r chi.Router) {
@@ -64,6 +65,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/sources", s.uiSources)
 				r.Post("/sources", s.uiCreateSource)
 				r.Get("/sources/{id}", s.uiSource)
+				s.importUIRoutes(r)
 				r.Post("/sources/{id}/rotate-secret", s.uiRotateSecret)
 				r.Post("/sources/{id}/reconcile", s.uiReconcileNow)
 				r.Post("/sources/{id}/reconcile-settings", s.uiReconcileSettings)

@@ -296,6 +296,7 @@ func TestBrowserEveryPage(t *testing.T) {
 		{"tokens", "/settings/tokens"},
 		{"endpoints", "/settings/endpoints"},
 		{"audit", "/settings/audit"},
+		{"imports", "/imports"},
 		{"endpoint", "/settings/endpoints/" + ep.ID},
 		{"event", "/settings/events/" + eventID},
 		{"settings-me", "/settings/me"},
@@ -326,7 +327,7 @@ func TestBrowserEveryPage(t *testing.T) {
 	admin.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
 	admin.open("/leads")
 	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="more"]`), chromedp.NodeVisible))
-	for _, key := range []string{"sources", "monitor", "alerts", "users", "tokens", "endpoints", "audit"} {
+	for _, key := range []string{"sources", "imports", "monitor", "alerts", "users", "tokens", "endpoints", "audit"} {
 		if !run(admin, chromedp.Evaluate[bool](fmt.Sprintf(`(function(){var a=document.querySelector('[data-testid="more-%s"]'); if(!a) return false; var r=a.getBoundingClientRect(); return r.width>0 && r.right<=innerWidth;})()`, key))) {
 			t.Errorf("More does not show %s on a phone", key)
 		}
