@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,6 +162,47 @@ func jsonEqual(a, b []byte) bool {
 // (tombstone.go): such a record writes nothing and comes back as
 // OutcomeErased with no lead id.
 func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, error) {
+	out, pending, err := UpsertFromSenderBatchDeferred(ctx, x, tenantID, recs, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := pending.Insert(ctx, x); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PendingLeads are the new leads of a batch, not yet inserted: Insert
+// assigns and inserts them. The worker runs it as the last statements
+// before the batch's commit (and before the outbox, which reads the
+// leads), because a round-robin rule's position row is locked from its
+// reservation to the commit and concurrent batches of the tenant wait for
+// it: the shorter that stretch, the less they wait.
+type PendingLeads struct {
+	tenantID string
+	now      time.Time
+	out      []UpsertOutcome
+	rows     []pendingRow
+	plan     *assignPlan
+	// later are the upsert rows of records of the new leads after their
+	// first (the same lead twice in a batch): applied after the INSERT.
+	later     []any
+	laterRows int
+}
+
+type pendingRow struct {
+	i   int // in the outcomes
+	row []any
+}
+
+// UpsertFromSenderBatchDeferred is UpsertFromSenderBatch without the new
+// leads' INSERT: their outcomes (OutcomeCreated, with their ids) are
+// decided, their owners planned (planAssign: rules, users and settings
+// read, nothing locked), and the caller must run Insert in the same
+// transaction before anything reads them. Until then the outcomes of new
+// leads have no OwnerID; Insert fills it in.
+func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, *PendingLeads, error) {
+	pending := &PendingLeads{tenantID: tenantID, now: now}
 	out := make([]UpsertOutcome, len(recs))
 	type key struct{ source, ref string }
 	order := make([]int, len(recs))
@@ -204,7 +243,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				IFNULL(payload, '{}') AS payload
 			FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?`+strings.Repeat(", ?", len(refs)-1)+`)
 			ORDER BY source_ref FOR UPDATE`, append([]any{tenantID, src}, refs...)...); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i := range rows {
 			state[key{src, rows[i].SourceRef}] = &rows[i]
@@ -224,7 +263,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	}
 	erased, err := erasedKeys(ctx, x, tenantID, candidates)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Decide each record's outcome, as the statements will apply them.
 	type newRow struct {
@@ -235,6 +274,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	var created []newRow
 	var upArgs []any
 	upRows := 0
+	newLead := map[key]bool{} // created by this batch: its later records wait for the INSERT (PendingLeads.Insert)
 	for _, i := range order {
 		r := recs[i].SenderRecord
 		k := key{recs[i].SourceID, r.SourceRef}
@@ -256,6 +296,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			state[k] = st
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
 			row[1] = st.ID
+			newLead[k] = true
 			created = append(created, newRow{i: i, row: row, facts: newLeadFacts{SourceID: recs[i].SourceID, Email: r.Email,
 				Name: r.Name, Phone: r.Phone, Company: r.Company, Payload: payload, Tags: r.Tags}})
 			continue
@@ -267,50 +308,83 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
 		}
 		row[1] = st.ID
+		if newLead[k] {
+			pending.later = append(pending.later, row...)
+			pending.laterRows++
+			continue
+		}
 		upArgs = append(upArgs, row...)
 		upRows++
 	}
+	if len(created) > 0 {
+		// New leads find their owner in this transaction (assign.go), in
+		// the order the records came; Insert takes the positions.
+		sort.Slice(created, func(a, b int) bool { return created[a].i < created[b].i })
+		facts := make([]newLeadFacts, len(created))
+		pending.rows = make([]pendingRow, len(created))
+		for j, c := range created {
+			facts[j], pending.rows[j] = c.facts, pendingRow{i: c.i, row: c.row}
+		}
+		plan, err := planAssign(ctx, x, tenantID, facts, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		pending.plan = plan
+	}
+	if err := upsertRows(ctx, x, upArgs, upRows); err != nil {
+		return nil, nil, err
+	}
+	pending.out = out
+	return out, pending, nil
+}
+
+// Insert assigns the pending new leads (the round-robin positions are
+// taken here), inserts them in one statement and writes their assignments'
+// timeline entries; it fills in the outcomes' OwnerID and Rule. A lead
+// another transaction created meanwhile fails it with ErrConcurrentCreate.
+// Nil or empty: nothing.
+func (p *PendingLeads) Insert(ctx context.Context, x db.Ext) error {
+	if p == nil || len(p.rows) == 0 {
+		return nil
+	}
+	as, err := p.plan.take(ctx, x)
+	if err != nil {
+		return err
+	}
+	leadIDs := make([]string, len(p.rows))
+	newArgs := make([]any, 0, len(p.rows)*19)
+	for j, c := range p.rows {
+		leadIDs[j] = c.row[1].(string)
+		var owner, at, due any
+		if j < len(as) && as[j] != nil {
+			owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
+			p.out[c.i].OwnerID, p.out[c.i].Rule = as[j].OwnerID, as[j].RuleName
+		}
+		newArgs = append(append(newArgs, c.row...), owner, at, due)
+	}
+	const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
+		source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
+		owner_id, assigned_at, first_response_due_at) VALUES `
+	const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?)`
+	if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(p.rows)-1), newArgs...); err != nil {
+		if db.IsDuplicate(err) {
+			return ErrConcurrentCreate
+		}
+		return err
+	}
+	if len(as) > 0 {
+		if err := assignedEvents(ctx, x, p.tenantID, leadIDs, as); err != nil {
+			return err
+		}
+	}
+	return upsertRows(ctx, x, p.later, p.laterRows)
+}
+
+// upsertRows applies sender records to existing leads in one statement.
+func upsertRows(ctx context.Context, x db.Ext, upArgs []any, upRows int) error {
 	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key) VALUES `
 	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?)`
-	if len(created) > 0 {
-		// New leads find their owner in this transaction (assign.go), in
-		// the order the records came.
-		sort.Slice(created, func(a, b int) bool { return created[a].i < created[b].i })
-		facts := make([]newLeadFacts, len(created))
-		leadIDs := make([]string, len(created))
-		for j, c := range created {
-			facts[j], leadIDs[j] = c.facts, c.row[1].(string)
-		}
-		as, err := assignNew(ctx, x, tenantID, facts, now)
-		if err != nil {
-			return nil, err
-		}
-		newArgs := make([]any, 0, len(created)*19)
-		for j, c := range created {
-			var owner, at, due any
-			if j < len(as) && as[j] != nil {
-				owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
-				out[c.i].OwnerID, out[c.i].Rule = as[j].OwnerID, as[j].RuleName
-			}
-			newArgs = append(append(newArgs, c.row...), owner, at, due)
-		}
-		const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-			owner_id, assigned_at, first_response_due_at) VALUES `
-		const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?)`
-		if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(created)-1), newArgs...); err != nil {
-			if db.IsDuplicate(err) {
-				return nil, ErrConcurrentCreate
-			}
-			return nil, err
-		}
-		if len(as) > 0 {
-			if err := assignedEvents(ctx, x, tenantID, leadIDs, as); err != nil {
-				return nil, err
-			}
-		}
-	}
 	if upRows > 0 {
 		// The guard: a record older than the lead's order key writes no
 		// sender field. order_key is assigned last (MySQL and MariaDB
@@ -327,10 +401,10 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
 				times_seen = times_seen + VALUES(times_seen),
 				order_key = GREATEST(order_key, VALUES(order_key))`, upArgs...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // ErrConcurrentCreate means another transaction created one of the batch's
@@ -1148,47 +1222,22 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	return err
 }
 
-// lockCounters locks the round-robin positions of the rules (ids sorted:
-// one lock order for every transaction) and reads them. A rule replaced
-// meanwhile is absent.
-func lockCounters(ctx context.Context, x db.Ext, tenantID string, ruleIDs []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(ruleIDs))
-	if len(ruleIDs) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		RuleID  string `db:"rule_id"`
-		NextPos int64  `db:"next_pos"`
-	}
-	q, args, err := sqlx.In(`SELECT rule_id, next_pos FROM assignment_counters WHERE tenant_id = ? AND rule_id IN (?) ORDER BY rule_id FOR UPDATE`, tenantID, ruleIDs)
+// reserveCounter takes n round-robin positions of a rule in one
+// statement and returns the first (the row stays locked to the commit).
+// ok is false when the rule has no counter (it was replaced meanwhile).
+// LAST_INSERT_ID(expr) hands the new value back in the statement's OK
+// packet, so no second round trip reads it.
+func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n int64) (start int64, ok bool, err error) {
+	res, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`,
+		n, tenantID, ruleID)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
-		return nil, err
+	if k, err := res.RowsAffected(); err != nil || k == 0 {
+		return 0, false, err
 	}
-	for _, r := range rows {
-		out[r.RuleID] = r.NextPos
-	}
-	return out, nil
-}
-
-// saveCounters writes the positions back in one statement.
-func saveCounters(ctx context.Context, x db.Ext, tenantID string, pos map[string]int64) error {
-	if len(pos) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	var args, idArgs []any
-	for _, id := range slices.Sorted(maps.Keys(pos)) {
-		b.WriteString(" WHEN ? THEN ?")
-		args = append(args, id, pos[id])
-		idArgs = append(idArgs, id)
-	}
-	args = append(append(args, tenantID), idArgs...)
-	_, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = CASE rule_id`+b.String()+` END
-		WHERE tenant_id = ? AND rule_id IN (?`+strings.Repeat(", ?", len(idArgs)-1)+`)`, args...)
-	return err
+	end, err := res.LastInsertId()
+	return end - n, err == nil, err
 }
 
 // markResponded starts a lead's first response (a person's note), once.

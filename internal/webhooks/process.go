@@ -339,9 +339,10 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				recItems = append(recItems, it)
 			}
 			var outcomes []leads.UpsertOutcome
+			var pending *leads.PendingLeads
 			if len(recs) > 0 {
 				_, uspan := tracing.Start(ctx, "leads.upsert")
-				outcomes, err = leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+				outcomes, pending, err = leads.UpsertFromSenderBatchDeferred(ctx, tx, tenantID, recs, now)
 				traceUpsert(uspan, tenantID, outcomes, err)
 				if err != nil {
 					return err
@@ -373,6 +374,16 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				}
 			}
 			failedAll = append(failedAll, failed...)
+			// The new leads go in last (before the outbox, which reads
+			// them): their round-robin positions stay locked from there to
+			// the commit, and concurrent batches of the tenant wait for
+			// them (docs/BENCHMARKS.md, "Assignment rules in the drain").
+			if err := pending.Insert(ctx, tx); err != nil {
+				return err
+			}
+			for i, it := range recItems {
+				it.res.res.OwnerID = outcomes[i].OwnerID
+			}
 			if p.Leads != nil && len(outcomes) > 0 {
 				ectx, espan := tracing.Start(ctx, "outbox.emit")
 				err := p.Leads.SenderChanged(ectx, tx, tenantID, outcomes)
