@@ -15,15 +15,18 @@ import (
 // The worker SIGKILLed in the middle of batch transactions that have
 // taken their round-robin positions (PRODUCT.md §5a, issue #27): the
 // tenant has one round-robin rule among 3 users; a backlog of new leads
-// flows until a batch inserts a "gated" new lead with its owner (the
-// rule's position row reserved in that transaction, its leads being
-// written) and waits on a gate row the test holds, inside the INSERT; the
-// batches after it wait on the position row. The kill rolls them all
-// back. After the restart every lead is assigned exactly once: each has an
-// owner, an assignment time and exactly one "assigned" timeline entry;
-// the rule's counter equals the leads assigned (no position taken by a
-// killed batch survived it); the counts per member differ by at most 1;
-// every delivery processed exactly once (as TestWorkerKilledMidBatch).
+// flows until a batch inserts a "gated" new lead with its owner (its
+// positions reserved, the counter advanced and committed apart, the
+// reservation used in the batch's transaction, its leads being written)
+// and waits on a gate row the test holds, inside the INSERT. The kill
+// rolls the batches back and leaves their reservations. After the
+// restart every lead is assigned exactly once: each has an owner, an
+// assignment time and exactly one "assigned" timeline entry; the rule's
+// counter equals the leads assigned and no reservation is left (the
+// positions the killed batches reserved were handed out after the
+// restart, none twice, none lost); the counts per member differ by at
+// most 1; every delivery processed exactly once (as
+// TestWorkerKilledMidBatch).
 func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 	s := &suite{t: t, sc: scale{settle: 3 * time.Minute}, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
 		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
@@ -131,6 +134,9 @@ func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 	if gated != 0 {
 		t.Fatalf("%d gated leads committed after the kill: the gate did not hold", gated)
 	}
+	var left int
+	_ = s.check.GetContext(ctx, &left, `SELECT COALESCE(SUM(n), 0) FROM assignment_reservations WHERE tenant_id = ?`, h.tenantID)
+	t.Logf("after the kill: %d reserved positions left by the killed batches", left)
 	s.worker.start(t)
 	s.waitProcessed(h.tenantID)
 	s.exactlyOnce(h, sent)
@@ -159,6 +165,9 @@ func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 	}
 	if err := s.check.GetContext(ctx, &pos, `SELECT next_pos FROM assignment_counters WHERE tenant_id = ?`, h.tenantID); err != nil || pos != len(ls) {
 		t.Fatalf("counter %d (%v), want %d: positions of killed batches survived", pos, err, len(ls))
+	}
+	if err := s.check.GetContext(ctx, &left, `SELECT COUNT(*) FROM assignment_reservations WHERE tenant_id = ?`, h.tenantID); err != nil || left != 0 {
+		t.Fatalf("%d reservations left (%v)", left, err)
 	}
 	c := []int{per[members[0]], per[members[1]], per[members[2]]}
 	sort.Ints(c)

@@ -266,7 +266,7 @@ func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts
 	if err != nil {
 		return nil, err
 	}
-	return p.take(ctx, x)
+	return p.take(ctx, x, nil)
 }
 
 // assignPlan is which rule assigns each new lead, decided without a lock;
@@ -379,29 +379,81 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 	return p, nil
 }
 
-// take hands out the plan's owners. Each round-robin rule the leads use
-// reserves its positions with one statement (next_pos counts the positions
-// ever handed out: position k goes to the rule's k-th active member,
-// modulo their number), in rule id order, so concurrent transactions take
-// the rows in one order; the row stays locked to the commit, so the
-// caller runs take as late as it can (the batch's last statements).
-func (p *assignPlan) take(ctx context.Context, x db.Ext) ([]*assigned, error) {
+// take hands out the plan's owners. Round-robin positions are counted per
+// rule (next_pos: the positions ever handed out; position k goes to the
+// rule's k-th active member, modulo their number), and each rule the
+// leads use is served in rule id order, so concurrent transactions take
+// the rows in one order.
+//
+// Positions come first from reservations that batches left unused (rolled
+// back or died: locked in the caller's transaction, deleted or shortened
+// there). Then, with reserve nil, the rest is reserved in the caller's
+// transaction with one statement, and the position row stays locked to
+// the commit: concurrent creating transactions of the rule wait for each
+// other from there, so the caller runs take as late as it can. With
+// reserve (the worker's batches), the rest is a reservation taken in a
+// short transaction of its own on reserve and used (deleted) in the
+// caller's: the position row is locked only for that short transaction,
+// and a batch that does not commit leaves its positions to the next one,
+// so no position is lost and none is handed out twice.
+func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*assigned, error) {
 	if p.rule == nil {
 		return nil, nil
 	}
 	rrs := slices.Collect(maps.Keys(p.need))
 	sort.Slice(rrs, func(a, b int) bool { return p.rules[rrs[a]].ID < p.rules[rrs[b]].ID })
-	next := make(map[int]int64, len(rrs))
+	// positions[ri] are the rule's positions in the order handed out.
+	positions := make(map[int][]int64, len(rrs))
 	for _, ri := range rrs {
-		start, ok, err := reserveCounter(ctx, x, p.tenantID, p.rules[ri].ID, p.need[ri])
+		ruleID, need := p.rules[ri].ID, p.need[ri]
+		left, err := leftReservations(ctx, x, p.tenantID, ruleID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range left {
+			if need == 0 {
+				break
+			}
+			k := min(need, r.N)
+			if err := useReservation(ctx, x, p.tenantID, ruleID, r, k); err != nil {
+				return nil, err
+			}
+			for j := int64(0); j < k; j++ {
+				positions[ri] = append(positions[ri], r.Start+j)
+			}
+			need -= k
+		}
+		if need == 0 {
+			continue
+		}
+		if reserve == nil {
+			start, ok, err := reserveCounter(ctx, x, p.tenantID, ruleID, need)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, ErrRulesChanged
+			}
+			for k := int64(0); k < need; k++ {
+				positions[ri] = append(positions[ri], start+k)
+			}
+			continue
+		}
+		r, ok, err := reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, ErrRulesChanged
 		}
-		next[ri] = start
+		if err := useReservation(ctx, x, p.tenantID, ruleID, r, need); err != nil {
+			return nil, err
+		}
+		for j := int64(0); j < need; j++ {
+			positions[ri] = append(positions[ri], r.Start+j)
+		}
 	}
+	next := make(map[int]int, len(rrs))
 	due := p.now.Add(time.Duration(p.minutes) * time.Minute)
 	out := make([]*assigned, len(p.rule))
 	for i, ri := range p.rule {
@@ -414,7 +466,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext) ([]*assigned, error) {
 			owner = *r.OwnerID
 		} else {
 			act := p.active[ri]
-			owner = act[next[ri]%int64(len(act))]
+			owner = act[positions[ri][next[ri]]%int64(len(act))]
 			next[ri]++
 		}
 		out[i] = &assigned{OwnerID: owner, OwnerName: p.users[owner].name, RuleID: r.ID, RuleName: r.Name, At: p.now, Due: due}

@@ -61,7 +61,7 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, `SELECT 1`); err != nil {
 				return err
 			}
-			if err := pending.Insert(ctx, tx); err != nil {
+			if err := pending.Insert(ctx, tx, d); err != nil {
 				return err
 			}
 			out = o
@@ -103,12 +103,26 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 			for i := 0; i < 8; i++ {
 				recs = append(recs, rec(fmt.Sprintf("c%d-%d", b, i)))
 			}
+			// Half reserve apart (the worker), half in the transaction
+			// (single-lead paths), and every fourth rolls back once after
+			// taking its positions (a retry: they are left to the next).
+			reserve, tries := d, 0
+			if b%2 == 1 {
+				reserve = nil
+			}
 			errs <- db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+				tries++
 				_, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, recs, now)
 				if err != nil {
 					return err
 				}
-				return pending.Insert(ctx, tx)
+				if err := pending.Insert(ctx, tx, reserve); err != nil {
+					return err
+				}
+				if b%4 == 0 && tries == 1 {
+					return leads.ErrConcurrentCreate // rolled back, retried
+				}
+				return nil
 			})
 		}(b)
 	}
@@ -146,9 +160,99 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 	if err := d.Get(&next, `SELECT next_pos FROM assignment_counters WHERE tenant_id = ?`, ten); err != nil || next != 4+16*8 {
 		t.Fatalf("counter %d (%v), want %d", next, err, 4+16*8)
 	}
-	var entries int
+	var entries, left int
 	if err := d.Get(&entries, `SELECT COUNT(*) FROM lead_events WHERE tenant_id = ? AND kind = 'assigned'`, ten); err != nil || entries != 4+16*8 {
 		t.Fatalf("%d assignment entries (%v)", entries, err)
+	}
+	if err := d.Get(&left, `SELECT COUNT(*) FROM assignment_reservations WHERE tenant_id = ?`, ten); err != nil || left != 0 {
+		t.Fatalf("%d reservations left (%v)", left, err)
+	}
+}
+
+// A batch that reserved its positions apart and then rolled back leaves
+// them; the next batch hands them out first, in order, then reserves
+// only what it needs more: the counter counts each position once.
+func TestLeftReservationsAreUsedFirst(t *testing.T) {
+	d, _ := dbtest.New(t, "leads_assign_left")
+	ctx := context.Background()
+	const ten = "01HTENANT0000000000000000A"
+	const src = "01HSOURCE0000000000000000S"
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	users := []string{"01HUSER00000000000000000A1", "01HUSER00000000000000000B2", "01HUSER00000000000000000C3"}
+	for i, u := range users {
+		if _, err := d.Exec(`INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, 'x', 'staff', ?)`,
+			ten, u, fmt.Sprintf("u%d@example.test", i), fmt.Sprintf("User %d", i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := (&leads.Service{DB: d}).PutAssignment(ctx, ten, leads.Assignment{Rules: []leads.AssignmentRule{
+		{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: users}}}); err != nil {
+		t.Fatal(err)
+	}
+	recs := func(prefix string, n int) []leads.BatchRecord {
+		var out []leads.BatchRecord
+		for i := 0; i < n; i++ {
+			ref := fmt.Sprintf("%s%d", prefix, i)
+			out = append(out, leads.BatchRecord{SourceID: src, SenderRecord: leads.SenderRecord{SourceRef: ref, Email: ref + "@example.org",
+				Payload: json.RawMessage(`{}`), Sightings: 1}})
+		}
+		return out
+	}
+	run := func(rs []leads.BatchRecord, commit bool) []leads.UpsertOutcome {
+		t.Helper()
+		var out []leads.UpsertOutcome
+		tx, err := d.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		out, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, rs, now)
+		if err == nil {
+			err = pending.Insert(ctx, tx, d)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	state := func() (next int64, left int) {
+		t.Helper()
+		if err := d.Get(&next, `SELECT next_pos FROM assignment_counters WHERE tenant_id = ?`, ten); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Get(&left, `SELECT COALESCE(SUM(n), 0) FROM assignment_reservations WHERE tenant_id = ?`, ten); err != nil {
+			t.Fatal(err)
+		}
+		return next, left
+	}
+	run(recs("a", 1), true) // position 0: users[0]
+	run(recs("b", 4), false)
+	if next, left := state(); next != 5 || left != 4 {
+		t.Fatalf("after a rolled-back batch of 4: counter %d, %d positions left, want 5 and 4", next, left)
+	}
+	// 2 of the 4 left (positions 1, 2), then the rest stays for later.
+	out := run(recs("c", 2), true)
+	if out[0].OwnerID != users[1] || out[1].OwnerID != users[2] {
+		t.Fatalf("owners %s %s, want positions 1 and 2", out[0].OwnerID, out[1].OwnerID)
+	}
+	if next, left := state(); next != 5 || left != 2 {
+		t.Fatalf("counter %d, %d left, want 5 and 2", next, left)
+	}
+	// 5: the 2 left (positions 3, 4), then 3 new ones (5, 6, 7).
+	out = run(recs("d", 5), true)
+	want := []string{users[0], users[1], users[2], users[0], users[1]}
+	for i, o := range out {
+		if o.OwnerID != want[i] {
+			t.Fatalf("lead %d: owner %s, want %s", i, o.OwnerID, want[i])
+		}
+	}
+	if next, left := state(); next != 8 || left != 0 {
+		t.Fatalf("counter %d, %d left, want 8 and 0", next, left)
 	}
 }
 
@@ -185,7 +289,7 @@ func TestRulesReplacedMidBatch(t *testing.T) {
 		if tries == 1 {
 			put("New")
 		}
-		err = pending.Insert(ctx, tx)
+		err = pending.Insert(ctx, tx, d)
 		if tries == 1 && err == nil {
 			t.Error("the first try assigned by a replaced rule")
 		}

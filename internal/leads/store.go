@@ -166,7 +166,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	if err != nil {
 		return nil, err
 	}
-	if err := pending.Insert(ctx, x); err != nil {
+	if err := pending.Insert(ctx, x, nil); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -339,15 +339,16 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 }
 
 // Insert assigns the pending new leads (the round-robin positions are
-// taken here), inserts them in one statement and writes their assignments'
-// timeline entries; it fills in the outcomes' OwnerID and Rule. A lead
-// another transaction created meanwhile fails it with ErrConcurrentCreate.
-// Nil or empty: nothing.
-func (p *PendingLeads) Insert(ctx context.Context, x db.Ext) error {
+// taken here: see assignPlan.take; reserve, when set, is the database
+// whose short transactions reserve them apart from x's), inserts them in
+// one statement and writes their assignments' timeline entries; it fills
+// in the outcomes' OwnerID and Rule. A lead another transaction created
+// meanwhile fails it with ErrConcurrentCreate. Nil or empty: nothing.
+func (p *PendingLeads) Insert(ctx context.Context, x db.Ext, reserve *sqlx.DB) error {
 	if p == nil || len(p.rows) == 0 {
 		return nil
 	}
-	as, err := p.plan.take(ctx, x)
+	as, err := p.plan.take(ctx, x, reserve)
 	if err != nil {
 		return err
 	}
@@ -1193,6 +1194,9 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_counters WHERE tenant_id = ?`, tenantID); err != nil {
 		return err
 	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
 	if len(rules) > 0 {
 		var args, cargs []any
 		for _, r := range rules {
@@ -1220,6 +1224,86 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	_, err := x.ExecContext(ctx, `INSERT INTO assignment_settings (tenant_id, first_response_minutes, updated_at) VALUES (?, ?, ?)
 		ON DUPLICATE KEY UPDATE first_response_minutes = VALUES(first_response_minutes), updated_at = VALUES(updated_at)`, tenantID, minutes, now)
 	return err
+}
+
+// reservation is a range of a rule's round-robin positions, n from
+// start.
+type reservation struct {
+	ID    string `db:"id"`
+	Start int64  `db:"start_pos"`
+	N     int64  `db:"n"`
+}
+
+// leftReservations locks up to 16 reservations of the rule that a batch
+// left unused, skipping those locked (a batch in flight holds its own).
+// The ids are read first without a lock and then locked one by one by
+// their primary key, so that a caller at REPEATABLE READ takes no gap
+// lock (which would hold up every other batch's reservation until its
+// commit); in the usual case (none left) that is one indexed read.
+func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string) ([]reservation, error) {
+	var ids []string
+	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? ORDER BY id LIMIT 16`,
+		tenantID, ruleID); err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	var out []reservation
+	for _, id := range ids {
+		var rs []reservation
+		if err := x.SelectContext(ctx, &rs, `SELECT id, start_pos, n FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ?
+			FOR UPDATE SKIP LOCKED`, tenantID, ruleID, id); err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// useReservation records that k positions of a locked reservation were
+// handed out: all of them, the row goes; else it keeps the rest.
+func useReservation(ctx context.Context, x db.Ext, tenantID, ruleID string, r reservation, k int64) error {
+	var res sql.Result
+	var err error
+	if k >= r.N {
+		res, err = x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`,
+			tenantID, ruleID, r.ID, r.N)
+	} else {
+		res, err = x.ExecContext(ctx, `UPDATE assignment_reservations SET start_pos = start_pos + ?, n = n - ?
+			WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`, k, k, tenantID, ruleID, r.ID, r.N)
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = errReservationTaken
+		}
+		return err
+	}
+	return nil
+}
+
+// errReservationTaken: another batch took the reservation between its
+// commit and this batch's lock of it; re-running finds positions again.
+var errReservationTaken = fmt.Errorf("leads: a round-robin reservation was taken by another batch: %w", db.ErrRetryTx)
+
+// reserveApart takes n positions of a rule in a short transaction of its
+// own (the position row is locked only for that transaction) and records
+// them as a reservation, which the caller's transaction then uses
+// (useReservation) or, rolled back, leaves to the next batch. ok is false
+// when the rule has no counter (it was replaced meanwhile).
+func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n int64, now time.Time) (r reservation, ok bool, err error) {
+	err = db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		start, found, err := reserveCounter(ctx, tx, tenantID, ruleID, n)
+		if err != nil || !found {
+			ok = false
+			return err
+		}
+		r, ok = reservation{ID: ids.New(), Start: start, N: n}, true
+		_, err = tx.ExecContext(ctx, `INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			tenantID, ruleID, r.ID, r.Start, r.N, now)
+		return err
+	})
+	return r, ok, err
 }
 
 // reserveCounter takes n round-robin positions of a rule in one

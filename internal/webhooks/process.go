@@ -375,10 +375,12 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			}
 			failedAll = append(failedAll, failed...)
 			// The new leads go in last (before the outbox, which reads
-			// them): their round-robin positions stay locked from there to
-			// the commit, and concurrent batches of the tenant wait for
-			// them (docs/BENCHMARKS.md, "Assignment rules in the drain").
-			if err := pending.Insert(ctx, tx); err != nil {
+			// them), their round-robin positions reserved in short
+			// transactions of their own on p.DB, so that concurrent
+			// batches of the tenant do not wait on the rule's position
+			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
+			// in the drain").
+			if err := pending.Insert(ctx, tx, p.DB); err != nil {
 				return err
 			}
 			for i, it := range recItems {
