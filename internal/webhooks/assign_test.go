@@ -18,6 +18,7 @@ import (
 
 	"leadpipe/internal/app"
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks"
@@ -202,6 +203,25 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// countingObserver counts the leads a worker's batches created, then
+// passes the batch on.
+type countingObserver struct {
+	next    webhooks.BatchObserver
+	created *atomic.Int64
+}
+
+func (o countingObserver) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error {
+	for _, out := range outcomes {
+		if out.Kind == leads.OutcomeCreated {
+			o.created.Add(1)
+		}
+	}
+	if o.next == nil {
+		return nil
+	}
+	return o.next.SenderChanged(ctx, x, tenantID, outcomes)
 }
 
 func sqlxTx(ctx context.Context, e *apptest.Env, f func(*sqlx.Tx) error) error {
@@ -482,18 +502,7 @@ func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
 	var created [2]atomic.Int64
 	var wg sync.WaitGroup
 	for i, a := range []*app.App{e.App, second} {
-		orig := a.Processor.OnBatch
-		a.Processor.OnBatch = func(ctx context.Context, tx *sqlx.Tx, tenantID string, outcomes []leads.UpsertOutcome) error {
-			for _, o := range outcomes {
-				if o.Kind == leads.OutcomeCreated {
-					created[i].Add(1)
-				}
-			}
-			if orig == nil {
-				return nil
-			}
-			return orig(ctx, tx, tenantID, outcomes)
-		}
+		a.Processor.Leads = countingObserver{next: a.Processor.Leads, created: &created[i]}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = a.RunWorker(ctx, 8) }()
 	}
