@@ -32,6 +32,7 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 	}
 	fmt.Printf("assignment cost in the drain: %d pairs of %d-delivery drains (worker concurrency %d), without rules vs one %s\n", pairs, n, conc, kind)
 	seq := 0
+	locks := map[bool]string{} // the last drain's row lock waits (server-wide: other clients' count too)
 	drainOnce := func(withRule bool) (drainResult, error) {
 		seq++
 		slug := fmt.Sprintf("cmp-%d", seq)
@@ -69,10 +70,13 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 				stop = func() { cancel(); <-done }
 				return nil
 			}}
+		lt0, lw0 := rowLocks(ctx, raw)
 		res, err := dr.run(ctx)
 		if stop != nil {
 			stop()
 		}
+		lt1, lw1 := rowLocks(ctx, raw)
+		locks[withRule] = fmt.Sprintf("%d row lock waits, %d ms", lw1-lw0, lt1-lt0)
 		if err != nil {
 			return res, err
 		}
@@ -115,12 +119,34 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 		if i%2 == 1 {
 			first = "rule first"
 		}
-		fmt.Printf("pair %d (%s, load %s): no rules %.0f leads/s (CPU per lead %s); rule %.0f leads/s (CPU per lead %s); rule/none %.2f\n",
-			i+1, first, load, none.rate(), none.cpu, rule.rate(), rule.cpu, ratio)
+		fmt.Printf("pair %d (%s, load %s): no rules %.0f leads/s (CPU per lead %s; %s); rule %.0f leads/s (CPU per lead %s; %s); rule/none %.2f\n",
+			i+1, first, load, none.rate(), none.cpu, locks[false], rule.rate(), rule.cpu, locks[true], ratio)
 	}
 	sort.Float64s(ratios)
 	fmt.Printf("rule/none: summed rates %.2f, median pair %.2f (target ≥ 0.90)\n", sumRule/sumNone, ratios[len(ratios)/2])
 	return nil
+}
+
+// rowLocks reads MariaDB's server-wide Innodb_row_lock_time (ms) and
+// Innodb_row_lock_waits.
+func rowLocks(ctx context.Context, raw *sqlx.DB) (ms, waits int64) {
+	rows, err := raw.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_time', 'Innodb_row_lock_waits')`)
+	if err != nil {
+		return 0, 0
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v int64
+		if rows.Scan(&name, &v) == nil {
+			if name == "Innodb_row_lock_time" {
+				ms = v
+			} else {
+				waits = v
+			}
+		}
+	}
+	return ms, waits
 }
 
 // loadAvg is the machine's 1, 5 and 15 minute load averages.
