@@ -45,6 +45,11 @@ type Processor struct {
 	// their outbox there, in the same transaction). An error rolls the
 	// batch back (its deliveries are retried). nil: nobody.
 	Leads BatchObserver
+	// AssignInTx makes a batch take its round-robin positions in its own
+	// transaction (the position row locked to the commit) instead of
+	// reserving them apart: for comparing the two (benchingest
+	// -assign-intx).
+	AssignInTx bool
 	// Enricher is told of each committed webhook upsert (reconcile queues
 	// Meta enrichment). nil: nobody.
 	Enricher Enricher
@@ -380,7 +385,11 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			// batches of the tenant do not wait on the rule's position
 			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
 			// in the drain").
-			if err := pending.Insert(ctx, tx, p.DB); err != nil {
+			reserve := p.DB
+			if p.AssignInTx {
+				reserve = nil
+			}
+			if err := pending.Insert(ctx, tx, reserve); err != nil {
 				return err
 			}
 			for i, it := range recItems {
