@@ -386,16 +386,17 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 // the rows in one order.
 //
 // Positions come first from reservations that batches left unused (rolled
-// back or died: locked in the caller's transaction, deleted or shortened
-// there). Then, with reserve nil, the rest is reserved in the caller's
+// back or died, at least reservationOrphanAge ago: locked in the caller's
+// transaction, deleted or shortened there). Then, with reserve nil, the rest is reserved in the caller's
 // transaction with one statement, and the position row stays locked to
 // the commit: concurrent creating transactions of the rule wait for each
 // other from there, so the caller runs take as late as it can. With
 // reserve (the worker's batches), the rest is a reservation taken in a
 // short transaction of its own on reserve and used (deleted) in the
 // caller's: the position row is locked only for that short transaction,
-// and a batch that does not commit leaves its positions to the next one,
-// so no position is lost and none is handed out twice.
+// and a batch that does not commit leaves its positions to a batch after
+// reservationOrphanAge, so no position is lost for good and none is handed
+// out twice.
 func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*assigned, error) {
 	if p.rule == nil {
 		return nil, nil
@@ -406,7 +407,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 	positions := make(map[int][]int64, len(rrs))
 	for _, ri := range rrs {
 		ruleID, need := p.rules[ri].ID, p.need[ri]
-		left, err := leftReservations(ctx, x, p.tenantID, ruleID)
+		left, err := leftReservations(ctx, x, p.tenantID, ruleID, p.now)
 		if err != nil {
 			return nil, err
 		}

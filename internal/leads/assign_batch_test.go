@@ -104,8 +104,8 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 				recs = append(recs, rec(fmt.Sprintf("c%d-%d", b, i)))
 			}
 			// Half reserve apart (the worker), half in the transaction
-			// (single-lead paths), and every fourth rolls back once after
-			// taking its positions (a retry: they are left to the next).
+			// (single-lead paths); every fourth rolls back once after
+			// taking its positions in the transaction (a retry).
 			reserve, tries := d, 0
 			if b%2 == 1 {
 				reserve = nil
@@ -119,7 +119,7 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 				if err := pending.Insert(ctx, tx, reserve); err != nil {
 					return err
 				}
-				if b%4 == 0 && tries == 1 {
+				if b%4 == 1 && tries == 1 {
 					return leads.ErrConcurrentCreate // rolled back, retried
 				}
 				return nil
@@ -170,8 +170,9 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 }
 
 // A batch that reserved its positions apart and then rolled back leaves
-// them; the next batch hands them out first, in order, then reserves
-// only what it needs more: the counter counts each position once.
+// them; once they are older than a batch can be, the next batch hands
+// them out first, in order, then reserves only what it needs more: the
+// counter counts each position once.
 func TestLeftReservationsAreUsedFirst(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_assign_left")
 	ctx := context.Background()
@@ -198,6 +199,7 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 		}
 		return out
 	}
+	at := now
 	run := func(rs []leads.BatchRecord, commit bool) []leads.UpsertOutcome {
 		t.Helper()
 		var out []leads.UpsertOutcome
@@ -206,7 +208,7 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		out, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, rs, now)
+		out, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, rs, at)
 		if err == nil {
 			err = pending.Insert(ctx, tx, d)
 		}
@@ -235,24 +237,34 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 	if next, left := state(); next != 5 || left != 4 {
 		t.Fatalf("after a rolled-back batch of 4: counter %d, %d positions left, want 5 and 4", next, left)
 	}
-	// 2 of the 4 left (positions 1, 2), then the rest stays for later.
-	out := run(recs("c", 2), true)
+	// Too young to be taken: another batch gets new positions (5, 6).
+	out := run(recs("y", 2), true)
+	if out[0].OwnerID != users[2] || out[1].OwnerID != users[0] {
+		t.Fatalf("owners %s %s, want positions 5 and 6", out[0].OwnerID, out[1].OwnerID)
+	}
+	if next, left := state(); next != 7 || left != 4 {
+		t.Fatalf("counter %d, %d left, want 7 and 4", next, left)
+	}
+	// Half a minute later: 2 of the 4 left (positions 1, 2), then the
+	// rest stays for later.
+	at = now.Add(time.Minute)
+	out = run(recs("c", 2), true)
 	if out[0].OwnerID != users[1] || out[1].OwnerID != users[2] {
 		t.Fatalf("owners %s %s, want positions 1 and 2", out[0].OwnerID, out[1].OwnerID)
 	}
-	if next, left := state(); next != 5 || left != 2 {
-		t.Fatalf("counter %d, %d left, want 5 and 2", next, left)
+	if next, left := state(); next != 7 || left != 2 {
+		t.Fatalf("counter %d, %d left, want 7 and 2", next, left)
 	}
-	// 5: the 2 left (positions 3, 4), then 3 new ones (5, 6, 7).
+	// 5: the 2 left (positions 3, 4), then 3 new ones (7, 8, 9).
 	out = run(recs("d", 5), true)
-	want := []string{users[0], users[1], users[2], users[0], users[1]}
+	want := []string{users[0], users[1], users[1], users[2], users[0]}
 	for i, o := range out {
 		if o.OwnerID != want[i] {
 			t.Fatalf("lead %d: owner %s, want %s", i, o.OwnerID, want[i])
 		}
 	}
-	if next, left := state(); next != 8 || left != 0 {
-		t.Fatalf("counter %d, %d left, want 8 and 0", next, left)
+	if next, left := state(); next != 10 || left != 0 {
+		t.Fatalf("counter %d, %d left, want 10 and 0", next, left)
 	}
 }
 

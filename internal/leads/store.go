@@ -1234,23 +1234,30 @@ type reservation struct {
 	N     int64  `db:"n"`
 }
 
-// leftReservations locks up to 16 reservations of the rule that a batch
-// left unused, skipping those locked (a batch in flight holds its own).
-// The ids are read first without a lock and then locked one by one by
-// their primary key, so that a caller at REPEATABLE READ takes no gap
-// lock (which would hold up every other batch's reservation until its
-// commit); in the usual case (none left) that is one indexed read.
-func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string) ([]reservation, error) {
+// reservationOrphanAge is how old a reservation must be before another
+// batch hands its positions out: a batch in flight uses (deletes) its own
+// within its transaction, far sooner; one still there after this was
+// left by a batch that rolled back or died.
+const reservationOrphanAge = 30 * time.Second
+
+// leftReservations locks up to 16 reservations of the rule that batches
+// left unused (older than reservationOrphanAge at now). The ids are read
+// first without a lock (the usual case, none left, is that one indexed
+// read, and a batch in flight is never waited for), then locked one by
+// one by their primary key (no gap lock even at REPEATABLE READ); one
+// another batch took meanwhile is gone or changed (useReservation checks
+// n) when the lock is granted.
+func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]reservation, error) {
 	var ids []string
-	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? ORDER BY id LIMIT 16`,
-		tenantID, ruleID); err != nil || len(ids) == 0 {
+	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
+		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	var out []reservation
 	for _, id := range ids {
 		var rs []reservation
 		if err := x.SelectContext(ctx, &rs, `SELECT id, start_pos, n FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ?
-			FOR UPDATE SKIP LOCKED`, tenantID, ruleID, id); err != nil {
+			FOR UPDATE`, tenantID, ruleID, id); err != nil {
 			return nil, err
 		}
 		out = append(out, rs...)
