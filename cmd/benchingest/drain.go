@@ -38,6 +38,9 @@ type drain struct {
 	// settle, when set, runs before the baseline and before the drain (see
 	// settleMariaDB).
 	settle func()
+	// noBase skips the ODKU baseline (-assign-compare compares drains
+	// with each other).
+	noBase bool
 }
 
 // drainResult is what a drain measured.
@@ -80,7 +83,9 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 	if dr.settle != nil {
 		dr.settle()
 	}
-	base.run(dr.conns, dr.d)
+	if !dr.noBase {
+		base.run(dr.conns, dr.d)
+	}
 	out.odku = base
 	// The backlog: stored rows, tasks queued, no worker.
 	if dr.fill != nil {

@@ -70,6 +70,8 @@ func run() error {
 	drainN := flag.Int("drain", 0, "instead: store this many deliveries (tasks queued, no worker), then start the worker and time the drain against raw single-row ODKU into leads")
 	assignRR := flag.Bool("assign", false, "with -drain: the tenant has one round-robin assignment rule among 3 users (compare with a run without)")
 	assignOwner := flag.Bool("assign-owner", false, "with -drain -assign: a fixed-owner rule instead (no round-robin position to lock)")
+	assignCmp := flag.Int("assign-compare", 0, "with -drain: instead, this many pairs of drains in one run, each of a fresh tenant, without rules and with one round-robin rule (with -assign-owner: a fixed owner), alternating which goes first; prints each pair's ratio (see assigncmp.go)")
+	assignInTx := flag.Bool("assign-intx", false, "with -drain: the worker's batches take round-robin positions in their own transaction (locked to the commit) instead of reserving them apart")
 	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
 	fraction := flag.Float64("fraction", 0.5, "with -e2e: the fixed rate as a fraction of the measured maximum")
@@ -182,6 +184,11 @@ func run() error {
 		return err
 	}
 
+	a.Processor.AssignInTx = *assignInTx
+	if *drainN > 0 && *assignCmp > 0 {
+		cancel()
+		return runAssignCompare(ctx, a, raw, *drainN, *assignCmp, *conns, *workerConc, *assignOwner)
+	}
 	if *drainN > 0 && *assignRR {
 		var members []string
 		for _, n := range []string{"ada", "bob", "cy"} {

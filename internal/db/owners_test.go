@@ -16,7 +16,7 @@ var tableOwners = map[string]string{
 	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks",
 	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads", "lead_tombstones": "internal/leads",
 	"lead_merges":      "internal/leads",
-	"assignment_rules": "internal/leads", "assignment_counters": "internal/leads", "assignment_settings": "internal/leads",
+	"assignment_rules": "internal/leads", "assignment_counters": "internal/leads", "assignment_settings": "internal/leads", "assignment_reservations": "internal/leads",
 	"reconcile_runs":   "internal/reconcile",
 	"idempotency_keys": "internal/idempotency",
 	"event_endpoints":  "internal/events", "event_endpoint_secrets": "internal/events", "events": "internal/events",

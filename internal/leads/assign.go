@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -257,20 +258,53 @@ func (r ruleRow) matches(l newLeadFacts) bool {
 }
 
 // assignNew chooses owners for new leads in the transaction that creates
-// them (ls in creation order; nil entries of the result are unassigned).
-// The tenant's rules are one indexed read (nothing more when it has none);
-// each round-robin rule the leads use has its position row locked once,
-// in rule id order (concurrent batches take them in one order), handed
-// out in order and written back once. Leads tagged test are never
-// assigned; a member or owner who is disabled is skipped (a rule with
-// nobody active left does not match).
+// them (ls in creation order; nil entries of the result are unassigned):
+// planAssign, then take. The worker's batch runs the two apart (the plan
+// first, take just before the commit: see PendingLeads).
 func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts, now time.Time) ([]*assigned, error) {
+	p, err := planAssign(ctx, x, tenantID, ls, now)
+	if err != nil {
+		return nil, err
+	}
+	return p.take(ctx, x, nil)
+}
+
+// assignPlan is which rule assigns each new lead, decided without a lock;
+// take hands out the round-robin positions.
+type assignPlan struct {
+	tenantID string
+	now      time.Time
+	minutes  int
+	rules    []ruleRow
+	users    map[string]userState
+	// rule[i] is the index in rules of the rule that assigns lead i, -1:
+	// none.
+	rule []int
+	// active[ri] is a round-robin rule's members who are not disabled, in
+	// the rule's order; need[ri] how many positions its leads take.
+	active map[int][]string
+	need   map[int]int64
+}
+
+// ErrRulesChanged means a round-robin rule the plan chose was replaced
+// before its position was taken; re-running the transaction reads the new
+// rules.
+var ErrRulesChanged = fmt.Errorf("leads: the assignment rules changed meanwhile: %w", db.ErrRetryTx)
+
+// planAssign reads the tenant's rules (one indexed read; nothing more when
+// it has none), the users they name and the first-response time, and
+// decides which rule assigns each lead: the first that matches and has
+// somebody active (a disabled member is skipped; a rule with nobody active
+// left does not match). Leads tagged test are never assigned. Nothing is
+// locked: the round-robin positions are taken by take.
+func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts, now time.Time) (*assignPlan, error) {
+	p := &assignPlan{tenantID: tenantID, now: now}
 	if len(ls) == 0 {
-		return nil, nil
+		return p, nil
 	}
 	rules, err := assignmentRules(ctx, x, tenantID)
 	if err != nil || len(rules) == 0 {
-		return nil, err
+		return p, err
 	}
 	// Which rules each lead matches, in order.
 	matching := make([][]int, len(ls))
@@ -287,14 +321,13 @@ func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts
 		}
 	}
 	if len(used) == 0 {
-		return nil, nil
+		return p, nil
 	}
-	var userIDs, rrIDs []string
+	var userIDs []string
 	for ri := range used {
 		r := rules[ri]
 		if r.Strategy == StrategyRoundRobin {
 			userIDs = append(userIDs, r.Members...)
-			rrIDs = append(rrIDs, r.ID)
 		} else if r.OwnerID != nil {
 			userIDs = append(userIDs, *r.OwnerID)
 		}
@@ -303,63 +336,141 @@ func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(rrIDs)
-	pos, err := lockCounters(ctx, x, tenantID, rrIDs)
-	if err != nil {
-		return nil, err
+	p.rules, p.users = rules, users
+	p.rule = make([]int, len(ls))
+	p.active, p.need = map[int][]string{}, map[int]int64{}
+	for ri := range used {
+		if r := rules[ri]; r.Strategy == StrategyRoundRobin {
+			for _, m := range r.Members {
+				if u, ok := users[m]; ok && !u.disabled {
+					p.active[ri] = append(p.active[ri], m)
+				}
+			}
+		}
 	}
-	start := make(map[string]int64, len(pos))
-	for id, p := range pos {
-		start[id] = p
-	}
-	minutes := -1
-	out := make([]*assigned, len(ls))
+	some := false
 	for i := range ls {
+		p.rule[i] = -1
 		for _, ri := range matching[i] {
 			r := rules[ri]
-			owner := ""
+			ok := false
 			switch r.Strategy {
 			case StrategyOwner:
 				if r.OwnerID != nil {
-					if u, ok := users[*r.OwnerID]; ok && !u.disabled {
-						owner = *r.OwnerID
-					}
+					u, found := users[*r.OwnerID]
+					ok = found && !u.disabled
 				}
 			case StrategyRoundRobin:
-				p, ok := pos[r.ID]
-				if !ok || len(r.Members) == 0 {
-					continue // the rule was replaced meanwhile
-				}
-				n := int64(len(r.Members))
-				for k := int64(0); k < n; k++ {
-					m := r.Members[(p+k)%n]
-					if u, ok := users[m]; ok && !u.disabled {
-						owner, pos[r.ID] = m, (p+k+1)%n
-						break
-					}
+				if ok = len(p.active[ri]) > 0; ok {
+					p.need[ri]++
 				}
 			}
-			if owner == "" {
-				continue
+			if ok {
+				p.rule[i], some = ri, true
+				break
 			}
-			if minutes < 0 {
-				if minutes, err = firstResponseMinutes(ctx, x, tenantID); err != nil {
-					return nil, err
-				}
-			}
-			out[i] = &assigned{OwnerID: owner, OwnerName: users[owner].name, RuleID: r.ID, RuleName: r.Name,
-				At: now, Due: now.Add(time.Duration(minutes) * time.Minute)}
-			break
 		}
 	}
-	changed := map[string]int64{}
-	for id, p := range pos {
-		if p != start[id] {
-			changed[id] = p
+	if some {
+		if p.minutes, err = firstResponseMinutes(ctx, x, tenantID); err != nil {
+			return nil, err
 		}
 	}
-	if err := saveCounters(ctx, x, tenantID, changed); err != nil {
-		return nil, err
+	return p, nil
+}
+
+// take hands out the plan's owners. Round-robin positions are counted per
+// rule (next_pos: the positions ever handed out; position k goes to the
+// rule's k-th active member, modulo their number), and each rule the
+// leads use is served in rule id order, so concurrent transactions take
+// the rows in one order.
+//
+// Positions come first from reservations that batches left unused (rolled
+// back or died, at least reservationOrphanAge ago: locked in the caller's
+// transaction, deleted or shortened there). Then, with reserve nil, the rest is reserved in the caller's
+// transaction with one statement, and the position row stays locked to
+// the commit: concurrent creating transactions of the rule wait for each
+// other from there, so the caller runs take as late as it can. With
+// reserve (the worker's batches), the rest is a reservation taken in a
+// short transaction of its own on reserve and used (deleted) in the
+// caller's: the position row is locked only for that short transaction,
+// and a batch that does not commit leaves its positions to a batch after
+// reservationOrphanAge, so no position is lost for good and none is handed
+// out twice.
+func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*assigned, error) {
+	if p.rule == nil {
+		return nil, nil
+	}
+	rrs := slices.Collect(maps.Keys(p.need))
+	sort.Slice(rrs, func(a, b int) bool { return p.rules[rrs[a]].ID < p.rules[rrs[b]].ID })
+	// positions[ri] are the rule's positions in the order handed out.
+	positions := make(map[int][]int64, len(rrs))
+	for _, ri := range rrs {
+		ruleID, need := p.rules[ri].ID, p.need[ri]
+		left, err := leftReservations(ctx, x, p.tenantID, ruleID, p.now)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range left {
+			if need == 0 {
+				break
+			}
+			k := min(need, r.N)
+			if err := useReservation(ctx, x, p.tenantID, ruleID, r, k); err != nil {
+				return nil, err
+			}
+			for j := int64(0); j < k; j++ {
+				positions[ri] = append(positions[ri], r.Start+j)
+			}
+			need -= k
+		}
+		if need == 0 {
+			continue
+		}
+		if reserve == nil {
+			start, ok, err := reserveCounter(ctx, x, p.tenantID, ruleID, need)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, ErrRulesChanged
+			}
+			for k := int64(0); k < need; k++ {
+				positions[ri] = append(positions[ri], start+k)
+			}
+			continue
+		}
+		r, ok, err := reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrRulesChanged
+		}
+		if err := useReservation(ctx, x, p.tenantID, ruleID, r, need); err != nil {
+			return nil, err
+		}
+		for j := int64(0); j < need; j++ {
+			positions[ri] = append(positions[ri], r.Start+j)
+		}
+	}
+	next := make(map[int]int, len(rrs))
+	due := p.now.Add(time.Duration(p.minutes) * time.Minute)
+	out := make([]*assigned, len(p.rule))
+	for i, ri := range p.rule {
+		if ri < 0 {
+			continue
+		}
+		r := p.rules[ri]
+		var owner string
+		if r.Strategy == StrategyOwner {
+			owner = *r.OwnerID
+		} else {
+			act := p.active[ri]
+			owner = act[positions[ri][next[ri]]%int64(len(act))]
+			next[ri]++
+		}
+		out[i] = &assigned{OwnerID: owner, OwnerName: p.users[owner].name, RuleID: r.ID, RuleName: r.Name, At: p.now, Due: due}
 	}
 	return out, nil
 }

@@ -178,6 +178,47 @@ func jsonEqual(a, b []byte) bool {
 // (tombstone.go): such a record writes nothing and comes back as
 // OutcomeErased with no lead id.
 func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, error) {
+	out, pending, err := UpsertFromSenderBatchDeferred(ctx, x, tenantID, recs, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := pending.Insert(ctx, x, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PendingLeads are the new leads of a batch, not yet inserted: Insert
+// assigns and inserts them. The worker runs it as the last statements
+// before the batch's commit (and before the outbox, which reads the
+// leads), because a round-robin rule's position row is locked from its
+// reservation to the commit and concurrent batches of the tenant wait for
+// it: the shorter that stretch, the less they wait.
+type PendingLeads struct {
+	tenantID string
+	now      time.Time
+	out      []UpsertOutcome
+	rows     []pendingRow
+	plan     *assignPlan
+	// later are the upsert rows of records of the new leads after their
+	// first (the same lead twice in a batch): applied after the INSERT.
+	later     []any
+	laterRows int
+}
+
+type pendingRow struct {
+	i   int // in the outcomes
+	row []any
+}
+
+// UpsertFromSenderBatchDeferred is UpsertFromSenderBatch without the new
+// leads' INSERT: their outcomes (OutcomeCreated, with their ids) are
+// decided, their owners planned (planAssign: rules, users and settings
+// read, nothing locked), and the caller must run Insert in the same
+// transaction before anything reads them. Until then the outcomes of new
+// leads have no OwnerID; Insert fills it in.
+func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID string, recs []BatchRecord, now time.Time) ([]UpsertOutcome, *PendingLeads, error) {
+	pending := &PendingLeads{tenantID: tenantID, now: now}
 	out := make([]UpsertOutcome, len(recs))
 	type key struct{ source, ref string }
 	order := make([]int, len(recs))
@@ -218,7 +259,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				IFNULL(payload, '{}') AS payload, merged_into
 			FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?`+strings.Repeat(", ?", len(refs)-1)+`)
 			ORDER BY source_ref FOR UPDATE`, append([]any{tenantID, src}, refs...)...); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i := range rows {
 			state[key{src, rows[i].SourceRef}] = &rows[i]
@@ -238,13 +279,13 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	}
 	erased, err := erasedKeys(ctx, x, tenantID, candidates)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Records whose lead was merged update its survivor as well, locked
 	// here, after the natural keys (lock order: see lockSurvivors).
 	survivors, err := lockSurvivors(ctx, x, tenantID, slices.Collect(maps.Values(state)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Decide each record's outcome, as the statements will apply them.
 	type newRow struct {
@@ -255,6 +296,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 	var created []newRow
 	var upArgs []any
 	upRows := 0
+	newLead := map[key]bool{} // created by this batch: its later records wait for the INSERT (PendingLeads.Insert)
 	for _, i := range order {
 		r := recs[i].SenderRecord
 		k := key{recs[i].SourceID, r.SourceRef}
@@ -277,6 +319,7 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			state[k] = st
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
 			row[1] = st.ID
+			newLead[k] = true
 			created = append(created, newRow{i: i, row: row, facts: newLeadFacts{SourceID: recs[i].SourceID, Email: r.Email,
 				Name: r.Name, Phone: r.Phone, Company: r.Company, Payload: payload, Tags: r.Tags}})
 			continue
@@ -299,51 +342,88 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 			continue
 		}
 		row[1] = st.ID
+		if newLead[k] {
+			pending.later = append(pending.later, row...)
+			pending.laterRows++
+			continue
+		}
 		upArgs = append(upArgs, row...)
 		upRows++
 	}
+	if len(created) > 0 {
+		// New leads find their owner in this transaction (assign.go), in
+		// the order the records came; Insert takes the positions.
+		sort.Slice(created, func(a, b int) bool { return created[a].i < created[b].i })
+		facts := make([]newLeadFacts, len(created))
+		pending.rows = make([]pendingRow, len(created))
+		for j, c := range created {
+			facts[j], pending.rows[j] = c.facts, pendingRow{i: c.i, row: c.row}
+		}
+		plan, err := planAssign(ctx, x, tenantID, facts, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		pending.plan = plan
+	}
+	if err := upsertRows(ctx, x, upArgs, upRows); err != nil {
+		return nil, nil, err
+	}
+	if err := writeSurvivors(ctx, x, tenantID, survivors); err != nil {
+		return nil, nil, err
+	}
+	pending.out = out
+	return out, pending, nil
+}
+
+// Insert assigns the pending new leads (the round-robin positions are
+// taken here: see assignPlan.take; reserve, when set, is the database
+// whose short transactions reserve them apart from x's), inserts them in
+// one statement and writes their assignments' timeline entries; it fills
+// in the outcomes' OwnerID and Rule. A lead another transaction created
+// meanwhile fails it with ErrConcurrentCreate. Nil or empty: nothing.
+func (p *PendingLeads) Insert(ctx context.Context, x db.Ext, reserve *sqlx.DB) error {
+	if p == nil || len(p.rows) == 0 {
+		return nil
+	}
+	as, err := p.plan.take(ctx, x, reserve)
+	if err != nil {
+		return err
+	}
+	leadIDs := make([]string, len(p.rows))
+	newArgs := make([]any, 0, len(p.rows)*21)
+	for j, c := range p.rows {
+		leadIDs[j] = c.row[1].(string)
+		var owner, at, due any
+		if j < len(as) && as[j] != nil {
+			owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
+			p.out[c.i].OwnerID, p.out[c.i].Rule = as[j].OwnerID, as[j].RuleName
+		}
+		newArgs = append(append(newArgs, c.row...), owner, at, due)
+	}
+	const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
+		source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
+		email_norm, phone_norm, owner_id, assigned_at, first_response_due_at) VALUES `
+	const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(p.rows)-1), newArgs...); err != nil {
+		if db.IsDuplicate(err) {
+			return ErrConcurrentCreate
+		}
+		return err
+	}
+	if len(as) > 0 {
+		if err := assignedEvents(ctx, x, p.tenantID, leadIDs, as); err != nil {
+			return err
+		}
+	}
+	return upsertRows(ctx, x, p.later, p.laterRows)
+}
+
+// upsertRows applies sender records to existing leads in one statement.
+func upsertRows(ctx context.Context, x db.Ext, upArgs []any, upRows int) error {
 	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
 			email_norm, phone_norm) VALUES `
 	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?)`
-	if len(created) > 0 {
-		// New leads find their owner in this transaction (assign.go), in
-		// the order the records came.
-		sort.Slice(created, func(a, b int) bool { return created[a].i < created[b].i })
-		facts := make([]newLeadFacts, len(created))
-		leadIDs := make([]string, len(created))
-		for j, c := range created {
-			facts[j], leadIDs[j] = c.facts, c.row[1].(string)
-		}
-		as, err := assignNew(ctx, x, tenantID, facts, now)
-		if err != nil {
-			return nil, err
-		}
-		newArgs := make([]any, 0, len(created)*21)
-		for j, c := range created {
-			var owner, at, due any
-			if j < len(as) && as[j] != nil {
-				owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
-				out[c.i].OwnerID, out[c.i].Rule = as[j].OwnerID, as[j].RuleName
-			}
-			newArgs = append(append(newArgs, c.row...), owner, at, due)
-		}
-		const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-			email_norm, phone_norm, owner_id, assigned_at, first_response_due_at) VALUES `
-		const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`
-		if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(created)-1), newArgs...); err != nil {
-			if db.IsDuplicate(err) {
-				return nil, ErrConcurrentCreate
-			}
-			return nil, err
-		}
-		if len(as) > 0 {
-			if err := assignedEvents(ctx, x, tenantID, leadIDs, as); err != nil {
-				return nil, err
-			}
-		}
-	}
 	if upRows > 0 {
 		// The guard: a record older than the lead's order key writes no
 		// sender field. order_key is assigned last (MySQL and MariaDB
@@ -362,13 +442,10 @@ func UpsertFromSenderBatch(ctx context.Context, x db.Ext, tenantID string, recs 
 				last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
 				times_seen = times_seen + VALUES(times_seen),
 				order_key = GREATEST(order_key, VALUES(order_key))`, upArgs...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := writeSurvivors(ctx, x, tenantID, survivors); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 // ErrConcurrentCreate means another transaction created one of the batch's
@@ -1175,6 +1252,9 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_counters WHERE tenant_id = ?`, tenantID); err != nil {
 		return err
 	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
 	if len(rules) > 0 {
 		var args, cargs []any
 		for _, r := range rules {
@@ -1204,47 +1284,109 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	return err
 }
 
-// lockCounters locks the round-robin positions of the rules (ids sorted:
-// one lock order for every transaction) and reads them. A rule replaced
-// meanwhile is absent.
-func lockCounters(ctx context.Context, x db.Ext, tenantID string, ruleIDs []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(ruleIDs))
-	if len(ruleIDs) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		RuleID  string `db:"rule_id"`
-		NextPos int64  `db:"next_pos"`
-	}
-	q, args, err := sqlx.In(`SELECT rule_id, next_pos FROM assignment_counters WHERE tenant_id = ? AND rule_id IN (?) ORDER BY rule_id FOR UPDATE`, tenantID, ruleIDs)
-	if err != nil {
+// reservation is a range of a rule's round-robin positions, n from
+// start.
+type reservation struct {
+	ID    string `db:"id"`
+	Start int64  `db:"start_pos"`
+	N     int64  `db:"n"`
+}
+
+// reservationOrphanAge is how old a reservation must be before another
+// batch hands its positions out: a batch in flight uses (deletes) its own
+// within its transaction, far sooner; one still there after this was
+// left by a batch that rolled back or died.
+const reservationOrphanAge = 30 * time.Second
+
+// leftReservations locks up to 16 reservations of the rule that batches
+// left unused (older than reservationOrphanAge at now). The ids are read
+// first without a lock (the usual case, none left, is that one indexed
+// read, and a batch in flight is never waited for), then locked one by
+// one by their primary key (no gap lock even at REPEATABLE READ); one
+// another batch took meanwhile is gone or changed (useReservation checks
+// n) when the lock is granted.
+func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]reservation, error) {
+	var ids []string
+	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
+		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.RuleID] = r.NextPos
+	var out []reservation
+	for _, id := range ids {
+		var rs []reservation
+		if err := x.SelectContext(ctx, &rs, `SELECT id, start_pos, n FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ?
+			FOR UPDATE`, tenantID, ruleID, id); err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
 	}
 	return out, nil
 }
 
-// saveCounters writes the positions back in one statement.
-func saveCounters(ctx context.Context, x db.Ext, tenantID string, pos map[string]int64) error {
-	if len(pos) == 0 {
-		return nil
+// useReservation records that k positions of a locked reservation were
+// handed out: all of them, the row goes; else it keeps the rest.
+func useReservation(ctx context.Context, x db.Ext, tenantID, ruleID string, r reservation, k int64) error {
+	var res sql.Result
+	var err error
+	if k >= r.N {
+		res, err = x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`,
+			tenantID, ruleID, r.ID, r.N)
+	} else {
+		res, err = x.ExecContext(ctx, `UPDATE assignment_reservations SET start_pos = start_pos + ?, n = n - ?
+			WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`, k, k, tenantID, ruleID, r.ID, r.N)
 	}
-	var b strings.Builder
-	var args, idArgs []any
-	for _, id := range slices.Sorted(maps.Keys(pos)) {
-		b.WriteString(" WHEN ? THEN ?")
-		args = append(args, id, pos[id])
-		idArgs = append(idArgs, id)
+	if err != nil {
+		return err
 	}
-	args = append(append(args, tenantID), idArgs...)
-	_, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = CASE rule_id`+b.String()+` END
-		WHERE tenant_id = ? AND rule_id IN (?`+strings.Repeat(", ?", len(idArgs)-1)+`)`, args...)
-	return err
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = errReservationTaken
+		}
+		return err
+	}
+	return nil
+}
+
+// errReservationTaken: another batch took the reservation between its
+// commit and this batch's lock of it; re-running finds positions again.
+var errReservationTaken = fmt.Errorf("leads: a round-robin reservation was taken by another batch: %w", db.ErrRetryTx)
+
+// reserveApart takes n positions of a rule in a short transaction of its
+// own (the position row is locked only for that transaction) and records
+// them as a reservation, which the caller's transaction then uses
+// (useReservation) or, rolled back, leaves to the next batch. ok is false
+// when the rule has no counter (it was replaced meanwhile).
+func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n int64, now time.Time) (r reservation, ok bool, err error) {
+	err = db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		start, found, err := reserveCounter(ctx, tx, tenantID, ruleID, n)
+		if err != nil || !found {
+			ok = false
+			return err
+		}
+		r, ok = reservation{ID: ids.New(), Start: start, N: n}, true
+		_, err = tx.ExecContext(ctx, `INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			tenantID, ruleID, r.ID, r.Start, r.N, now)
+		return err
+	})
+	return r, ok, err
+}
+
+// reserveCounter takes n round-robin positions of a rule in one
+// statement and returns the first (the row stays locked to the commit).
+// ok is false when the rule has no counter (it was replaced meanwhile).
+// LAST_INSERT_ID(expr) hands the new value back in the statement's OK
+// packet, so no second round trip reads it.
+func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n int64) (start int64, ok bool, err error) {
+	res, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`,
+		n, tenantID, ruleID)
+	if err != nil {
+		return 0, false, err
+	}
+	if k, err := res.RowsAffected(); err != nil || k == 0 {
+		return 0, false, err
+	}
+	end, err := res.LastInsertId()
+	return end - n, err == nil, err
 }
 
 // markResponded starts a lead's first response (a person's note), once.

@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/app"
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks"
@@ -198,6 +203,25 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// countingObserver counts the leads a worker's batches created, then
+// passes the batch on.
+type countingObserver struct {
+	next    webhooks.BatchObserver
+	created *atomic.Int64
+}
+
+func (o countingObserver) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error {
+	for _, out := range outcomes {
+		if out.Kind == leads.OutcomeCreated {
+			o.created.Add(1)
+		}
+	}
+	if o.next == nil {
+		return nil
+	}
+	return o.next.SenderChanged(ctx, x, tenantID, outcomes)
 }
 
 func sqlxTx(ctx context.Context, e *apptest.Env, f func(*sqlx.Tx) error) error {
@@ -450,5 +474,91 @@ func TestSLAFilterMatchesBruteForce(t *testing.T) {
 		t.Fatalf("sla over HTTP: %d %s", r.Status, r.Body)
 	} else {
 		r.JSON(t, &page)
+	}
+}
+
+// Two independent workers (two App instances on the same database and
+// Redis, as two cmd/worker processes) drain 3 waves of 50 concurrent
+// webhook leads: every lead assigned exactly once, counts differ by at
+// most 1, the counter equals the leads assigned.
+func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
+	opts := apptest.Options{RedisDB: apptest.RedisWebhooks}
+	e := apptest.New(t, "hooks_assign_two", opts)
+	ten := e.Tenant("two")
+	ctx, cancel := context.WithCancel(context.Background())
+	ada, bob, cy := newUser(t, e, ten.ID, "Ada"), newUser(t, e, ten.ID, "Bob"), newUser(t, e, ten.ID, "Cy")
+	if r := putRules(t, e, ten.Token, map[string]any{"rules": []any{
+		map[string]any{"name": "Everyone", "strategy": "round_robin", "members": []string{ada.ID, bob.ID, cy.ID}},
+	}}); r.Status != 200 {
+		t.Fatalf("put rules: %d %s", r.Status, r.Body)
+	}
+	s := newSource(t, e, ten.ID, "std", kinds.Standard)
+
+	second, err := app.Open(ctx, apptest.Config(t, e.DSN, opts), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Which worker created how many leads.
+	var created [2]atomic.Int64
+	var wg sync.WaitGroup
+	for i, a := range []*app.App{e.App, second} {
+		a.Processor.Leads = countingObserver{next: a.Processor.Leads, created: &created[i]}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = a.RunWorker(ctx, 8) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		second.Shutdown(context.Background())
+		second.Close()
+	})
+
+	const waves, n = 3, 50
+	for w := 0; w < waves; w++ {
+		var sg sync.WaitGroup
+		errs := make(chan string, n)
+		for i := 0; i < n; i++ {
+			sg.Add(1)
+			go func(i int) {
+				defer sg.Done()
+				h, body := signed(t, s, fmt.Sprintf("dlv-%d-%d", w, i), fmt.Sprintf("ref-%d-%d", w, i), kinds.Lead{Email: fmt.Sprintf("p%d-%d@example.com", w, i)}, time.Now())
+				if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
+					errs <- fmt.Sprintf("%d: %d %s", i, r.Status, r.Body)
+				}
+			}(i)
+		}
+		sg.Wait()
+		close(errs)
+		for m := range errs {
+			t.Fatal(m)
+		}
+		apptest.Eventually(t, 30*time.Second, "wave's leads", func() bool {
+			return count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID) == (w+1)*n
+		})
+		per := map[string]int{}
+		for ref, l := range ownedLeads(t, e, ten.ID) {
+			if l.OwnerID == nil {
+				t.Fatalf("lead %s not assigned", ref)
+			}
+			per[*l.OwnerID]++
+		}
+		c := []int{per[ada.ID], per[bob.ID], per[cy.ID]}
+		sort.Ints(c)
+		if c[0]+c[1]+c[2] != (w+1)*n || c[2]-c[0] > 1 {
+			t.Fatalf("wave %d: unfair: %v", w, per)
+		}
+	}
+	t.Logf("leads created by worker 1: %d, worker 2: %d", created[0].Load(), created[1].Load())
+	if created[0].Load() == 0 || created[1].Load() == 0 {
+		t.Fatalf("one worker created every lead (%d, %d): the test did not run two", created[0].Load(), created[1].Load())
+	}
+	if created[0].Load()+created[1].Load() != waves*n {
+		t.Fatalf("created %d + %d, want %d", created[0].Load(), created[1].Load(), waves*n)
+	}
+	if k := count(t, e, `SELECT COUNT(*) FROM lead_events WHERE tenant_id = ? AND kind = 'assigned'`, ten.ID); k != waves*n {
+		t.Fatalf("%d assignment entries, want %d", k, waves*n)
+	}
+	if k := count(t, e, `SELECT next_pos FROM assignment_counters WHERE tenant_id = ?`, ten.ID); k != waves*n {
+		t.Fatalf("counter %d, want %d", k, waves*n)
 	}
 }

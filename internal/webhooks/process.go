@@ -45,6 +45,11 @@ type Processor struct {
 	// their outbox there, in the same transaction). An error rolls the
 	// batch back (its deliveries are retried). nil: nobody.
 	Leads BatchObserver
+	// AssignInTx makes a batch take its round-robin positions in its own
+	// transaction (the position row locked to the commit) instead of
+	// reserving them apart: for comparing the two (benchingest
+	// -assign-intx).
+	AssignInTx bool
 	// Enricher is told of each committed webhook upsert (reconcile queues
 	// Meta enrichment). nil: nobody.
 	Enricher Enricher
@@ -339,9 +344,10 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				recItems = append(recItems, it)
 			}
 			var outcomes []leads.UpsertOutcome
+			var pending *leads.PendingLeads
 			if len(recs) > 0 {
 				_, uspan := tracing.Start(ctx, "leads.upsert")
-				outcomes, err = leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+				outcomes, pending, err = leads.UpsertFromSenderBatchDeferred(ctx, tx, tenantID, recs, now)
 				traceUpsert(uspan, tenantID, outcomes, err)
 				if err != nil {
 					return err
@@ -373,6 +379,22 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				}
 			}
 			failedAll = append(failedAll, failed...)
+			// The new leads go in last (before the outbox, which reads
+			// them), their round-robin positions reserved in short
+			// transactions of their own on p.DB, so that concurrent
+			// batches of the tenant do not wait on the rule's position
+			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
+			// in the drain").
+			reserve := p.DB
+			if p.AssignInTx {
+				reserve = nil
+			}
+			if err := pending.Insert(ctx, tx, reserve); err != nil {
+				return err
+			}
+			for i, it := range recItems {
+				it.res.res.OwnerID = outcomes[i].OwnerID
+			}
 			if p.Leads != nil && len(outcomes) > 0 {
 				ectx, espan := tracing.Start(ctx, "outbox.emit")
 				err := p.Leads.SenderChanged(ectx, tx, tenantID, outcomes)

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/app"
+	"leadpipe/internal/leads"
+	"leadpipe/internal/sources"
+	"leadpipe/internal/tenants"
+	"leadpipe/internal/webhooks/kinds"
+)
+
+// runAssignCompare measures what one assignment rule costs the worker's
+// drain, in one run: pairs of drains of n stored deliveries (each a new
+// lead), each drain under a fresh tenant with one source, one without
+// rules and one with a round-robin rule among 3 users (or a fixed owner),
+// the order alternating pair by pair (none first, then rule first, …)
+// so that neither side always meets the larger table or the warmer
+// cache. The worker is started for each drain and stopped after it.
+// Reported: each drain's leads/s, each pair's rule/none ratio, and the
+// ratio of the summed rates; the machine's load average beside each pair.
+func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, conns, conc int, owner bool) error {
+	kind := "round-robin rule among 3 users"
+	if owner {
+		kind = "fixed-owner rule"
+	}
+	fmt.Printf("assignment cost in the drain: %d pairs of %d-delivery drains (worker concurrency %d), without rules vs one %s\n", pairs, n, conc, kind)
+	seq := 0
+	locks := map[bool]string{} // the last drain's row lock waits (server-wide: other clients' count too)
+	drainOnce := func(withRule bool) (drainResult, error) {
+		seq++
+		slug := fmt.Sprintf("cmp-%d", seq)
+		p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: slug, Name: slug, AdminEmail: "admin@" + slug + ".test", AdminPassword: "bench-password-1"})
+		if err != nil {
+			return drainResult{}, err
+		}
+		src, _, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
+		if err != nil {
+			return drainResult{}, err
+		}
+		if withRule {
+			var members []string
+			for _, m := range []string{"ada", "bob", "cy"} {
+				u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: m + "@" + slug + ".test", Name: m, Role: "staff", Password: "bench-password-1"})
+				if err != nil {
+					return drainResult{}, err
+				}
+				members = append(members, u.ID)
+			}
+			rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
+			if owner {
+				rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
+			}
+			if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
+				return drainResult{}, err
+			}
+		}
+		var stop func()
+		dr := drain{raw: raw, queue: a.Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: n, conns: conns, noBase: true,
+			startWorker: func() error {
+				wctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); _ = a.RunWorker(wctx, conc) }()
+				stop = func() { cancel(); <-done }
+				return nil
+			}}
+		lt0, lw0 := rowLocks(ctx, raw)
+		res, err := dr.run(ctx)
+		if stop != nil {
+			stop()
+		}
+		lt1, lw1 := rowLocks(ctx, raw)
+		locks[withRule] = fmt.Sprintf("%d row lock waits, %d ms", lw1-lw0, lt1-lt0)
+		if err != nil {
+			return res, err
+		}
+		if withRule {
+			var unassigned int
+			if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, p.Tenant.ID); err != nil {
+				return res, err
+			}
+			if unassigned > 0 {
+				return res, fmt.Errorf("%d leads left unassigned by the rule", unassigned)
+			}
+		}
+		return res, nil
+	}
+	var sumNone, sumRule float64
+	var ratios []float64
+	for i := 0; i < pairs; i++ {
+		load := loadAvg()
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		var none, rule drainResult
+		for _, withRule := range order {
+			r, err := drainOnce(withRule)
+			if err != nil {
+				return err
+			}
+			if withRule {
+				rule = r
+			} else {
+				none = r
+			}
+		}
+		ratio := rule.rate() / none.rate()
+		ratios = append(ratios, ratio)
+		sumNone += none.rate()
+		sumRule += rule.rate()
+		first := "none first"
+		if i%2 == 1 {
+			first = "rule first"
+		}
+		fmt.Printf("pair %d (%s, load %s): no rules %.0f leads/s (CPU per lead %s; %s); rule %.0f leads/s (CPU per lead %s; %s); rule/none %.2f\n",
+			i+1, first, load, none.rate(), none.cpu, locks[false], rule.rate(), rule.cpu, locks[true], ratio)
+	}
+	sort.Float64s(ratios)
+	fmt.Printf("rule/none: summed rates %.2f, median pair %.2f (target ≥ 0.90)\n", sumRule/sumNone, ratios[len(ratios)/2])
+	return nil
+}
+
+// rowLocks reads MariaDB's server-wide Innodb_row_lock_time (ms) and
+// Innodb_row_lock_waits.
+func rowLocks(ctx context.Context, raw *sqlx.DB) (ms, waits int64) {
+	rows, err := raw.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_time', 'Innodb_row_lock_waits')`)
+	if err != nil {
+		return 0, 0
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v int64
+		if rows.Scan(&name, &v) == nil {
+			if name == "Innodb_row_lock_time" {
+				ms = v
+			} else {
+				waits = v
+			}
+		}
+	}
+	return ms, waits
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
