@@ -230,7 +230,8 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	// (e) What a duplicate costs against a new delivery.
 	if has('e') {
 		settleMariaDB(ctx, raw, 2*time.Minute)
-		dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs, o.workerOff)
+		dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs, o.workerOff,
+			o.profile, profiled)
 		if err != nil {
 			return err
 		}
@@ -544,7 +545,11 @@ func system(m map[string]time.Duration) time.Duration {
 // With ingestOnly (-worker-off) no worker runs: a new delivery's cost is
 // its acknowledgement alone (the claim), a duplicate's its answer and its
 // count's flush, the server and MariaDB compared.
-func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host string, conns, n int, procs []watched, ingestOnly bool) (dupCostResult, error) {
+//
+// With a profile directory the processes' CPU profiles of the duplicates'
+// first 3 s are written into it as dup-<process>.pprof.
+func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host string, conns, n int, procs []watched, ingestOnly bool,
+	profileDir string, profiled []profiledProc) (dupCostResult, error) {
 	out := dupCostResult{n: n, ingestOnly: ingestOnly}
 	settle := func(cond func() (bool, error)) error {
 		for limit := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
@@ -612,9 +617,18 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 	if out.newTook, out.newCPU, err = measure(func() error { return settle(received) }); err != nil {
 		return out, err
 	}
+	var profiling sync.WaitGroup
+	if profileDir != "" {
+		dir := filepath.Join(profileDir, "dup")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return out, err
+		}
+		profileAll(dir, profiled, 4*time.Second, &profiling)
+	}
 	if out.dupTook, out.dupCPU, err = measure(hold); err != nil {
 		return out, err
 	}
+	profiling.Wait()
 	return out, nil
 }
 

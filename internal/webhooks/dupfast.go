@@ -17,8 +17,9 @@ import (
 // as <original>") was already true. Its arrival is tallied in memory per
 // original and written by one statement per flush (every FlushEvery, and
 // at shutdown), which raises the original's dup_count, dup_first_at and
-// dup_last_at as the claim would have, then hints Sightings, which brings
-// the lead's times_seen along. A crash loses at most the tally of one
+// dup_last_at as the claim would have, then hints Sightings of the
+// originals already processed into a lead, which brings the lead's
+// times_seen along. A crash loses at most the tally of one
 // flush: while a flush fails nothing more is tallied (duplicates take the
 // claim again), and no delivery or original is ever only in memory.
 //
@@ -84,7 +85,8 @@ func (c *Claimer) flushLoop() {
 }
 
 // flushTally writes the pending tally, one statement per flush (in chunks
-// of tallyChunk originals), and then tells OnDuplicates. On failure the
+// of tallyChunk originals), and then tells OnDuplicates of the originals
+// whose lead's times_seen has to follow (see writeTally). On failure the
 // counts go back into the tally, which takes no more until a flush works.
 func (c *Claimer) flushTally(ctx context.Context) error {
 	c.flushMu.Lock()
@@ -107,7 +109,8 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 	})
 	for len(keys) > 0 {
 		n := min(len(keys), tallyChunk)
-		if err := c.writeTally(ctx, keys[:n], pending); err != nil {
+		refs, err := c.writeTally(ctx, keys[:n], pending)
+		if err != nil {
 			rest := make(map[tallyKey]tallied, len(keys))
 			for _, k := range keys {
 				rest[k] = pending[k]
@@ -115,11 +118,7 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 			c.tally.putBack(rest)
 			return err
 		}
-		if c.OnDuplicates != nil {
-			refs := make([]DeliveryRef, n)
-			for i, k := range keys[:n] {
-				refs[i] = DeliveryRef{TenantID: k.tenantID, ID: k.id}
-			}
+		if c.OnDuplicates != nil && len(refs) > 0 {
 			c.OnDuplicates(refs)
 		}
 		keys = keys[n:]
@@ -138,7 +137,17 @@ const tallyChunk = 500
 // CASE per column would cost it the whole list per row). An original that
 // is gone (its tenant was deleted) is stored failed in its place, as the
 // claim does.
-func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) error {
+//
+// The statement RETURNs, from each row as its update left it (under its
+// row lock), whether the lead's times_seen is behind: a delivery already
+// processed into a lead whose dup_count now exceeds dups_counted. Only
+// those are returned, for Sightings. A delivery not yet processed needs
+// nothing: the worker reads dup_count under the row lock when it makes
+// the lead (1 + dup_count), after this statement committed or before it
+// took the lock (then the row read here is processed and returned). So a
+// storm of duplicates of unprocessed deliveries costs no sightings work,
+// where every original used to cost Sightings a locking read.
+func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
 	args := make([]any, 0, len(keys)*12)
 	for _, k := range keys {
 		t := pending[k]
@@ -149,15 +158,42 @@ func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[t
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(keys)-1) + `
 		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
 			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
-			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
+			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))
+		RETURNING tenant_id, id, state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
-		if _, err = c.DB.ExecContext(ctx, q, args...); err == nil || !db.Retryable(err) || ctx.Err() != nil {
-			return err
+		var refs []DeliveryRef
+		if refs, err = c.execTally(ctx, q, args); err == nil || !db.Retryable(err) || ctx.Err() != nil {
+			return refs, err
 		}
 		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
 	}
-	return err
+	return nil, err
+}
+
+// execTally runs the tally statement and reads what it returned: the
+// statement has committed (autocommit) once every row is read.
+func (c *Claimer) execTally(ctx context.Context, q string, args []any) ([]DeliveryRef, error) {
+	rows, err := c.DB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var refs []DeliveryRef
+	for rows.Next() {
+		var r DeliveryRef
+		var behind bool
+		if err := rows.Scan(&r.TenantID, &r.ID, &behind); err != nil {
+			return nil, err
+		}
+		if behind {
+			refs = append(refs, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return refs, rows.Close()
 }
 
 // knownIDs is a bounded map of the delivery ids whose claim committed

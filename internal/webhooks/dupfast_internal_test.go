@@ -3,6 +3,9 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +140,68 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	}
 	if id, ok := c.Answer(tenant, source, "b", time.Now()); ok || id != "ORIGINAL-B" {
 		t.Fatalf("a full tally answered %q %v, want the claim path with the original", id, ok)
+	}
+}
+
+// The flush hints Sightings only of originals whose lead's times_seen is
+// behind: processed into a lead, dup_count above dups_counted. Duplicates
+// of a delivery not yet processed cost no sightings work (the worker adds
+// 1 + dup_count when it makes the lead), and a vanished original stored
+// failed is no hint either.
+func TestFlushHintsOnlyProcessedOriginals(t *testing.T) {
+	x, _ := dbtest.New(t, "fast_hints")
+	var mu sync.Mutex
+	var hinted []DeliveryRef
+	c := &Claimer{DB: x, FlushEvery: time.Hour, OnDuplicates: func(refs []DeliveryRef) {
+		mu.Lock()
+		hinted = append(hinted, refs...)
+		mu.Unlock()
+	}}
+	tenant, source := ids.New(), ids.New()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	claim := func(did string) Delivery {
+		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+		if isNew, _, err := c.Claim(context.Background(), d); err != nil || !isNew {
+			t.Fatalf("claim %s: %v %v", did, isNew, err)
+		}
+		return d
+	}
+	received, processed, counted := claim("received"), claim("processed"), claim("counted")
+	// processed: made into a lead, no duplicate counted yet; counted: its
+	// lead already holds its one earlier duplicate.
+	if _, err := x.Exec(`UPDATE deliveries SET state = 'processed', lead_id = ? WHERE tenant_id = ? AND id = ?`, ids.New(), tenant, processed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Exec(`UPDATE deliveries SET state = 'processed', lead_id = ?, dup_count = 1, dups_counted = 1 WHERE tenant_id = ? AND id = ?`, ids.New(), tenant, counted.ID); err != nil {
+		t.Fatal(err)
+	}
+	vanished := ids.New()
+	c.known.put(tenant, source, "vanished", vanished) // its row is gone (a deleted tenant's)
+	for _, did := range []string{"received", "processed", "counted", "vanished", "received"} {
+		if _, ok := c.Answer(tenant, source, did, now.Add(time.Second)); !ok {
+			t.Fatalf("%s not tallied", did)
+		}
+	}
+	if err := c.FlushDuplicates(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := slices.Clone(hinted)
+	mu.Unlock()
+	slices.SortFunc(got, func(a, b DeliveryRef) int { return strings.Compare(a.ID, b.ID) })
+	want := []DeliveryRef{{tenant, processed.ID}, {tenant, counted.ID}}
+	slices.SortFunc(want, func(a, b DeliveryRef) int { return strings.Compare(a.ID, b.ID) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("hinted %v, want the two processed originals %v", got, want)
+	}
+	for id, n := range map[string]int{received.ID: 2, processed.ID: 1, counted.ID: 2, vanished: 1} {
+		var dups int
+		if err := x.Get(&dups, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, id); err != nil || dups != n {
+			t.Errorf("%s: dup_count %d (%v), want %d", id, dups, err, n)
+		}
+	}
+	var state string
+	if err := x.Get(&state, `SELECT state FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, vanished); err != nil || state != "failed" {
+		t.Fatalf("the vanished original is %q (%v), want stored failed", state, err)
 	}
 }
