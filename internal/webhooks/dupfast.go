@@ -148,14 +148,13 @@ const tallyChunk = 500
 // storm of duplicates of unprocessed deliveries costs no sightings work,
 // where every original used to cost Sightings a locking read.
 func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
-	args := make([]any, 0, len(keys)*12)
+	args := make([]any, 0, len(keys)*8)
 	for _, k := range keys {
 		t := pending[k]
-		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, "webhook", []byte{}, t.first, "failed", vanishedOriginal,
-			t.n, t.first, t.last)
+		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, t.first, t.n, t.first, t.last)
 	}
 	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(keys)-1) + `
+		VALUES ` + tallyRow + strings.Repeat(", "+tallyRow, len(keys)-1) + `
 		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
 			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
 			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))
@@ -170,6 +169,12 @@ func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[t
 	}
 	return nil, err
 }
+
+// tallyRow is one original's row of the tally statement. The constants
+// are literals, not parameters: the driver interpolates parameters into
+// the statement's text, and the vanished original's message would be
+// escaped and sent, and parsed by the server, once per row.
+var tallyRow = `(?, ?, ?, ?, 'webhook', '', ?, 'failed', '` + vanishedOriginal + `', ?, ?, ?)`
 
 // execTally runs the tally statement and reads what it returned: the
 // statement has committed (autocommit) once every row is read.
