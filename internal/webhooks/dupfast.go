@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
 )
@@ -138,36 +141,79 @@ const tallyChunk = 500
 // is gone (its tenant was deleted) is stored failed in its place, as the
 // claim does.
 //
-// The statement RETURNs, from each row as its update left it (under its
-// row lock), whether the lead's times_seen is behind: a delivery already
-// processed into a lead whose dup_count now exceeds dups_counted. Only
-// those are returned, for Sightings. A delivery not yet processed needs
-// nothing: the worker reads dup_count under the row lock when it makes
-// the lead (1 + dup_count), after this statement committed or before it
-// took the lock (then the row read here is processed and returned). So a
-// storm of duplicates of unprocessed deliveries costs no sightings work,
-// where every original used to cost Sightings a locking read.
+// On MariaDB the statement RETURNs, from each row as its update left it
+// (under its row lock), whether the lead's times_seen is behind: a
+// delivery already processed into a lead whose dup_count now exceeds
+// dups_counted. Only those are handed to Sightings. A delivery not yet
+// processed needs nothing: the worker reads dup_count under the row lock
+// when it makes the lead (1 + dup_count), after this statement committed
+// or before it took the lock (then the row read here is processed and
+// returned). So a storm of duplicates of unprocessed deliveries costs no
+// sightings work, where every original used to cost Sightings a locking
+// read. MySQL has no INSERT … RETURNING: there a plain read after the
+// statement committed asks the same (a row it sees unprocessed is the
+// worker's to count, one it sees processed was either counted by the
+// worker after this statement or is behind and handed on).
 func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
 	args := make([]any, 0, len(keys)*8)
 	for _, k := range keys {
 		t := pending[k]
 		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, t.first, t.n, t.first, t.last)
 	}
+	returning := c.tally.returning(ctx, c.DB)
 	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
 		VALUES ` + tallyRow + strings.Repeat(", "+tallyRow, len(keys)-1) + `
 		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
 			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
-			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))
+			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
+	if returning {
+		q += `
 		RETURNING tenant_id, id, state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`
+	}
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
 		var refs []DeliveryRef
-		if refs, err = c.execTally(ctx, q, args); err == nil || !db.Retryable(err) || ctx.Err() != nil {
+		if returning {
+			refs, err = c.execTally(ctx, q, args)
+		} else {
+			_, err = c.DB.ExecContext(ctx, q, args...)
+		}
+		if err == nil && !returning {
+			return c.behind(ctx, keys)
+		}
+		if err == nil || !db.Retryable(err) || ctx.Err() != nil {
 			return refs, err
 		}
 		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
 	}
 	return nil, err
+}
+
+// behind reads which of the originals just written have a lead whose
+// times_seen is behind (MySQL, where the tally statement cannot return
+// it). An error here loses nothing the statement wrote: the originals
+// are all handed on, and Sightings reads them again under their locks.
+func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, error) {
+	byTenant := map[string][]string{}
+	for _, k := range keys {
+		byTenant[k.tenantID] = append(byTenant[k.tenantID], k.id)
+	}
+	var refs []DeliveryRef
+	for tenantID, ids := range byTenant {
+		q, args, err := sqlx.In(`SELECT id FROM deliveries
+			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`, tenantID, ids)
+		var got []string
+		if err == nil {
+			err = c.DB.SelectContext(ctx, &got, q, args...)
+		}
+		if err != nil {
+			got = ids
+		}
+		for _, id := range got {
+			refs = append(refs, DeliveryRef{TenantID: tenantID, ID: id})
+		}
+	}
+	return refs, nil
 }
 
 // tallyRow is one original's row of the tally statement. The constants
@@ -267,6 +313,31 @@ type tally struct {
 	pending map[tallyKey]tallied
 	failing bool // the last flush failed: take nothing until one works
 	closed  bool
+
+	// flavour: whether the database takes INSERT … RETURNING (MariaDB
+	// does, MySQL does not); 0 not asked yet, 1 yes, 2 no.
+	flavour atomic.Int32
+}
+
+// returning tells whether the tally statement may RETURN (writeTally),
+// asking the server's version once.
+func (t *tally) returning(ctx context.Context, d *sqlx.DB) bool {
+	switch t.flavour.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	var v string
+	if err := d.GetContext(ctx, &v, `SELECT VERSION()`); err != nil {
+		return false // ask again next flush
+	}
+	if strings.Contains(strings.ToLower(v), "mariadb") {
+		t.flavour.Store(1)
+		return true
+	}
+	t.flavour.Store(2)
+	return false
 }
 
 // tallyKey is an original: our row id, with the delivery id's key (the

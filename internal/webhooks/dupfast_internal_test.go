@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/ids"
 )
@@ -147,9 +149,18 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 // behind: processed into a lead, dup_count above dups_counted. Duplicates
 // of a delivery not yet processed cost no sightings work (the worker adds
 // 1 + dup_count when it makes the lead), and a vanished original stored
-// failed is no hint either.
+// failed is no hint either. Both ways of asking: the statement's RETURNING
+// (MariaDB) and the read after it (MySQL, forced here).
 func TestFlushHintsOnlyProcessedOriginals(t *testing.T) {
 	x, _ := dbtest.New(t, "fast_hints")
+	for _, flavour := range []int32{0, 2} {
+		t.Run(map[int32]string{0: "returning", 2: "read after"}[flavour], func(t *testing.T) {
+			testFlushHints(t, x, flavour)
+		})
+	}
+}
+
+func testFlushHints(t *testing.T, x *sqlx.DB, flavour int32) {
 	var mu sync.Mutex
 	var hinted []DeliveryRef
 	c := &Claimer{DB: x, FlushEvery: time.Hour, OnDuplicates: func(refs []DeliveryRef) {
@@ -157,6 +168,7 @@ func TestFlushHintsOnlyProcessedOriginals(t *testing.T) {
 		hinted = append(hinted, refs...)
 		mu.Unlock()
 	}}
+	c.tally.flavour.Store(flavour)
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	claim := func(did string) Delivery {
@@ -200,8 +212,15 @@ func TestFlushHintsOnlyProcessedOriginals(t *testing.T) {
 			t.Errorf("%s: dup_count %d (%v), want %d", id, dups, err, n)
 		}
 	}
-	var state string
-	if err := x.Get(&state, `SELECT state FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, vanished); err != nil || state != "failed" {
-		t.Fatalf("the vanished original is %q (%v), want stored failed", state, err)
+	var stored struct {
+		State     string `db:"state"`
+		LastError string `db:"last_error"`
+	}
+	if err := x.Get(&stored, `SELECT state, last_error FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, vanished); err != nil ||
+		stored.State != "failed" || stored.LastError != vanishedOriginal {
+		t.Fatalf("the vanished original is %+v (%v), want stored failed", stored, err)
+	}
+	if want := map[int32]int32{0: 1, 2: 2}[flavour]; c.tally.flavour.Load() != want {
+		t.Fatalf("flavour %d, want %d", c.tally.flavour.Load(), want)
 	}
 }
