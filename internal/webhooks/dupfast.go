@@ -168,7 +168,7 @@ func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[t
 			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
 	if returning {
 		q += `
-		RETURNING tenant_id, id, state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`
+		RETURNING tenant_id, id, IFNULL(state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted, 0)`
 	}
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
@@ -222,8 +222,11 @@ func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, e
 // escaped and sent, and parsed by the server, once per row.
 var tallyRow = `(?, ?, ?, ?, 'webhook', '', ?, 'failed', '` + vanishedOriginal + `', ?, ?, ?)`
 
-// execTally runs the tally statement and reads what it returned: the
-// statement has committed (autocommit) once every row is read.
+// execTally runs the tally statement and reads what it returned. Only the
+// server's error (rows.Err: the statement failed and rolled back) is a
+// failure; a row this side cannot read is handed on as behind, since the
+// statement has committed all the same and its counts must not go back
+// into the tally (they would be written twice).
 func (c *Claimer) execTally(ctx context.Context, q string, args []any) ([]DeliveryRef, error) {
 	rows, err := c.DB.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -235,16 +238,13 @@ func (c *Claimer) execTally(ctx context.Context, q string, args []any) ([]Delive
 		var r DeliveryRef
 		var behind bool
 		if err := rows.Scan(&r.TenantID, &r.ID, &behind); err != nil {
-			return nil, err
+			behind = r.TenantID != "" && r.ID != ""
 		}
 		if behind {
 			refs = append(refs, r)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return refs, rows.Close()
+	return refs, rows.Err()
 }
 
 // knownIDs is a bounded map of the delivery ids whose claim committed
