@@ -230,7 +230,8 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	// (e) What a duplicate costs against a new delivery.
 	if has('e') {
 		settleMariaDB(ctx, raw, 2*time.Minute)
-		dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs, o.workerOff)
+		dc, err := dupCost(ctx, raw, ten.ID, newFeed(src.Secret, host, path, 0, 4_000_000_000), host, o.conns, o.dupN, procs, o.workerOff,
+			o.profile, profiled)
 		if err != nil {
 			return err
 		}
@@ -544,7 +545,11 @@ func system(m map[string]time.Duration) time.Duration {
 // With ingestOnly (-worker-off) no worker runs: a new delivery's cost is
 // its acknowledgement alone (the claim), a duplicate's its answer and its
 // count's flush, the server and MariaDB compared.
-func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host string, conns, n int, procs []watched, ingestOnly bool) (dupCostResult, error) {
+//
+// With a profile directory the processes' CPU profiles of the duplicates'
+// first 3 s are written into it as dup-<process>.pprof.
+func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host string, conns, n int, procs []watched, ingestOnly bool,
+	profileDir string, profiled []profiledProc) (dupCostResult, error) {
 	out := dupCostResult{n: n, ingestOnly: ingestOnly}
 	settle := func(cond func() (bool, error)) error {
 		for limit := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
@@ -583,6 +588,7 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 			time.Sleep(time.Second)
 			idle = cpuSnapshot(procs...)["mariadbd"] - b0["mariadbd"]
 		}
+		th0, thOK := snapshotThreads(ctx, raw)
 		before, t0 := cpuSnapshot(procs...), time.Now()
 		took, err := sendN(f, host, conns, n)
 		if err != nil {
@@ -592,6 +598,11 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 			return 0, nil, err
 		}
 		after := cpuSnapshot(procs...)
+		if th1, ok := snapshotThreads(ctx, raw); ok && thOK {
+			// A pseudo process: the MariaDB threads of this database's
+			// connections (mariathreads.go), per delivery below.
+			before["mariadb-conns"], after["mariadb-conns"] = 0, ourCPU(th0, th1)
+		}
 		if ingestOnly {
 			after["mariadbd"] -= min(time.Duration(float64(idle)*time.Since(t0).Seconds()), after["mariadbd"]-before["mariadbd"])
 			out.background = max(out.background, idle)
@@ -612,9 +623,18 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 	if out.newTook, out.newCPU, err = measure(func() error { return settle(received) }); err != nil {
 		return out, err
 	}
+	var profiling sync.WaitGroup
+	if profileDir != "" {
+		dir := filepath.Join(profileDir, "dup")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return out, err
+		}
+		profileAll(dir, profiled, 4*time.Second, &profiling)
+	}
 	if out.dupTook, out.dupCPU, err = measure(hold); err != nil {
 		return out, err
 	}
+	profiling.Wait()
 	return out, nil
 }
 
@@ -638,6 +658,12 @@ func (r dupCostResult) print() {
 		fmt.Printf("    ingest only: CPU per duplicate / per new delivery: %.2f for server + MariaDB (%s / %s; target ≤ 0.40), %.2f for the server process alone\n",
 			float64(ing(r.dupCPU))/float64(max(ing(r.newCPU), 1)), ing(r.dupCPU).Round(time.Microsecond), ing(r.newCPU).Round(time.Microsecond),
 			float64(r.dupCPU["server"])/float64(max(r.newCPU["server"], 1)))
+		if _, ok := r.dupCPU["mariadb-conns"]; ok {
+			conn := func(m map[string]time.Duration) time.Duration { return m["server"] + m["mariadb-conns"] }
+			fmt.Printf("    ingest only, MariaDB as the threads of this database's connections (no background work; steadier on a shared server): MariaDB %s / %s, %.2f for server + MariaDB (%s / %s)\n",
+				r.dupCPU["mariadb-conns"].Round(time.Microsecond), r.newCPU["mariadb-conns"].Round(time.Microsecond),
+				float64(conn(r.dupCPU))/float64(max(conn(r.newCPU), 1)), conn(r.dupCPU).Round(time.Microsecond), conn(r.newCPU).Round(time.Microsecond))
+		}
 		return
 	}
 	fmt.Printf("    CPU per duplicate / per new delivery: %.2f for server + worker + MariaDB + Redis (target ≤ 0.60), %.2f for the server process alone\n",

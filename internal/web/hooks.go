@@ -56,6 +56,9 @@ func (h Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if ack.Status == webhooks.AckDuplicate && ack.Items == nil {
+		markDuplicate(r.Context())
+	}
 	writeAck(w, ack)
 }
 

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -48,7 +50,69 @@ func WithPrincipal(ctx context.Context, p tenants.Principal) context.Context {
 	return context.WithValue(ctx, ctxPrincipal, p)
 }
 
-type logAttrs struct{ tenantID, userID string }
+type logAttrs struct {
+	tenantID, userID string
+	duplicate        bool // a webhook answered duplicate (markDuplicate)
+}
+
+// markDuplicate tells the request log that the request was a webhook
+// delivery answered duplicate: its line may be sampled (dupLines).
+func markDuplicate(ctx context.Context) {
+	if la, ok := ctx.Value(ctxLogAttrs).(*logAttrs); ok {
+		la.duplicate = true
+	}
+}
+
+// dupLinesPerSecond is how many lines of duplicate acknowledgements the
+// request log writes per second at info level; the rest are counted into
+// one line a second later. In a retry storm they are most of the
+// requests, each line the same as the last but for its request id, and
+// the line cost a duplicate about a fifth of its CPU (docs/BENCHMARKS.md).
+// Every other request (a new delivery, any error, every non-2xx) keeps
+// its line, and at debug level so does every duplicate.
+const dupLinesPerSecond = 10
+
+// dupLines samples the lines of duplicate acknowledgements.
+type dupLines struct {
+	log *slog.Logger
+
+	mu         sync.Mutex
+	second     int64 // unix second of the current window
+	logged     int   // lines written in it
+	suppressed int   // lines not written since the last summary
+	pending    bool  // a summary is scheduled
+}
+
+// allow reports whether this duplicate's line is written; when not, it is
+// counted, and the count is logged a second later.
+func (d *dupLines) allow(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if sec := now.Unix(); sec != d.second {
+		d.second, d.logged = sec, 0
+	}
+	if d.logged < dupLinesPerSecond {
+		d.logged++
+		return true
+	}
+	d.suppressed++
+	if !d.pending {
+		d.pending = true
+		time.AfterFunc(time.Second, d.summary)
+	}
+	return false
+}
+
+func (d *dupLines) summary() {
+	d.mu.Lock()
+	n := d.suppressed
+	d.suppressed, d.pending = 0, false
+	d.mu.Unlock()
+	if n > 0 {
+		d.log.Info("http duplicates not logged", "count", n,
+			"why", fmt.Sprintf("at most %d lines of webhook deliveries answered duplicate per second at info (all at debug)", dupLinesPerSecond))
+	}
+}
 
 type statusWriter struct {
 	http.ResponseWriter
@@ -89,7 +153,11 @@ func newRequestID() string {
 
 // RequestLog assigns a request id, recovers panics, and logs one line per
 // request with request_id, tenant_id and user_id.
+//
+// Webhook deliveries answered duplicate (2xx) are sampled at info level:
+// dupLinesPerSecond lines a second, the rest counted in one line.
 func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
+	dups := &dupLines{log: log}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -128,6 +196,9 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 				}
 				if !log.Enabled(ctx, lvl) {
 					return // building the line costs allocations on the ingest hot path
+				}
+				if la.duplicate && sw.status < 300 && !log.Enabled(ctx, slog.LevelDebug) && !dups.allow(start) {
+					return
 				}
 				route := chi.RouteContext(ctx)
 				pattern := ""

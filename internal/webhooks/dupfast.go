@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
 )
@@ -17,8 +20,9 @@ import (
 // as <original>") was already true. Its arrival is tallied in memory per
 // original and written by one statement per flush (every FlushEvery, and
 // at shutdown), which raises the original's dup_count, dup_first_at and
-// dup_last_at as the claim would have, then hints Sightings, which brings
-// the lead's times_seen along. A crash loses at most the tally of one
+// dup_last_at as the claim would have, then hints Sightings of the
+// originals already processed into a lead, which brings the lead's
+// times_seen along. A crash loses at most the tally of one
 // flush: while a flush fails nothing more is tallied (duplicates take the
 // claim again), and no delivery or original is ever only in memory.
 //
@@ -84,7 +88,8 @@ func (c *Claimer) flushLoop() {
 }
 
 // flushTally writes the pending tally, one statement per flush (in chunks
-// of tallyChunk originals), and then tells OnDuplicates. On failure the
+// of tallyChunk originals), and then tells OnDuplicates of the originals
+// whose lead's times_seen has to follow (see writeTally). On failure the
 // counts go back into the tally, which takes no more until a flush works.
 func (c *Claimer) flushTally(ctx context.Context) error {
 	c.flushMu.Lock()
@@ -107,7 +112,8 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 	})
 	for len(keys) > 0 {
 		n := min(len(keys), tallyChunk)
-		if err := c.writeTally(ctx, keys[:n], pending); err != nil {
+		refs, err := c.writeTally(ctx, keys[:n], pending)
+		if err != nil {
 			rest := make(map[tallyKey]tallied, len(keys))
 			for _, k := range keys {
 				rest[k] = pending[k]
@@ -115,11 +121,7 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 			c.tally.putBack(rest)
 			return err
 		}
-		if c.OnDuplicates != nil {
-			refs := make([]DeliveryRef, n)
-			for i, k := range keys[:n] {
-				refs[i] = DeliveryRef{TenantID: k.tenantID, ID: k.id}
-			}
+		if c.OnDuplicates != nil && len(refs) > 0 {
 			c.OnDuplicates(refs)
 		}
 		keys = keys[n:]
@@ -138,26 +140,111 @@ const tallyChunk = 500
 // CASE per column would cost it the whole list per row). An original that
 // is gone (its tenant was deleted) is stored failed in its place, as the
 // claim does.
-func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) error {
-	args := make([]any, 0, len(keys)*12)
+//
+// On MariaDB the statement RETURNs, from each row as its update left it
+// (under its row lock), whether the lead's times_seen is behind: a
+// delivery already processed into a lead whose dup_count now exceeds
+// dups_counted. Only those are handed to Sightings. A delivery not yet
+// processed needs nothing: the worker reads dup_count under the row lock
+// when it makes the lead (1 + dup_count), after this statement committed
+// or before it took the lock (then the row read here is processed and
+// returned). So a storm of duplicates of unprocessed deliveries costs no
+// sightings work, where every original used to cost Sightings a locking
+// read. MySQL has no INSERT … RETURNING: there a plain read after the
+// statement committed asks the same (a row it sees unprocessed is the
+// worker's to count, one it sees processed was either counted by the
+// worker after this statement or is behind and handed on).
+func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
+	args := make([]any, 0, len(keys)*8)
 	for _, k := range keys {
 		t := pending[k]
-		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, "webhook", []byte{}, t.first, "failed", vanishedOriginal,
-			t.n, t.first, t.last)
+		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, t.first, t.n, t.first, t.last)
 	}
+	returning := c.tally.returning(ctx, c.DB)
 	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(keys)-1) + `
+		VALUES ` + tallyRow + strings.Repeat(", "+tallyRow, len(keys)-1) + `
 		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
 			dup_first_at = IFNULL(dup_first_at, VALUES(dup_first_at)),
 			dup_last_at = GREATEST(IFNULL(dup_last_at, VALUES(dup_last_at)), VALUES(dup_last_at))`
+	if returning {
+		q += `
+		RETURNING tenant_id, id, IFNULL(state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted, 0)`
+	}
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
-		if _, err = c.DB.ExecContext(ctx, q, args...); err == nil || !db.Retryable(err) || ctx.Err() != nil {
-			return err
+		var refs []DeliveryRef
+		if returning {
+			refs, err = c.execTally(ctx, q, args)
+		} else {
+			_, err = c.DB.ExecContext(ctx, q, args...)
+		}
+		if err == nil && !returning {
+			return c.behind(ctx, keys)
+		}
+		if err == nil || !db.Retryable(err) || ctx.Err() != nil {
+			return refs, err
 		}
 		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
 	}
-	return err
+	return nil, err
+}
+
+// behind reads which of the originals just written have a lead whose
+// times_seen is behind (MySQL, where the tally statement cannot return
+// it). An error here loses nothing the statement wrote: the originals
+// are all handed on, and Sightings reads them again under their locks.
+func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, error) {
+	byTenant := map[string][]string{}
+	for _, k := range keys {
+		byTenant[k.tenantID] = append(byTenant[k.tenantID], k.id)
+	}
+	var refs []DeliveryRef
+	for tenantID, ids := range byTenant {
+		q, args, err := sqlx.In(`SELECT id FROM deliveries
+			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`, tenantID, ids)
+		var got []string
+		if err == nil {
+			err = c.DB.SelectContext(ctx, &got, q, args...)
+		}
+		if err != nil {
+			got = ids
+		}
+		for _, id := range got {
+			refs = append(refs, DeliveryRef{TenantID: tenantID, ID: id})
+		}
+	}
+	return refs, nil
+}
+
+// tallyRow is one original's row of the tally statement. The constants
+// are literals, not parameters: the driver interpolates parameters into
+// the statement's text, and the vanished original's message would be
+// escaped and sent, and parsed by the server, once per row.
+var tallyRow = `(?, ?, ?, ?, 'webhook', '', ?, 'failed', '` + vanishedOriginal + `', ?, ?, ?)`
+
+// execTally runs the tally statement and reads what it returned. Only the
+// server's error (rows.Err: the statement failed and rolled back) is a
+// failure; a row this side cannot read is handed on as behind, since the
+// statement has committed all the same and its counts must not go back
+// into the tally (they would be written twice).
+func (c *Claimer) execTally(ctx context.Context, q string, args []any) ([]DeliveryRef, error) {
+	rows, err := c.DB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var refs []DeliveryRef
+	for rows.Next() {
+		var r DeliveryRef
+		var behind bool
+		if err := rows.Scan(&r.TenantID, &r.ID, &behind); err != nil {
+			behind = r.TenantID != "" && r.ID != ""
+		}
+		if behind {
+			refs = append(refs, r)
+		}
+	}
+	return refs, rows.Err()
 }
 
 // knownIDs is a bounded map of the delivery ids whose claim committed
@@ -226,6 +313,31 @@ type tally struct {
 	pending map[tallyKey]tallied
 	failing bool // the last flush failed: take nothing until one works
 	closed  bool
+
+	// flavour: whether the database takes INSERT … RETURNING (MariaDB
+	// does, MySQL does not); 0 not asked yet, 1 yes, 2 no.
+	flavour atomic.Int32
+}
+
+// returning tells whether the tally statement may RETURN (writeTally),
+// asking the server's version once.
+func (t *tally) returning(ctx context.Context, d *sqlx.DB) bool {
+	switch t.flavour.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	var v string
+	if err := d.GetContext(ctx, &v, `SELECT VERSION()`); err != nil {
+		return false // ask again next flush
+	}
+	if strings.Contains(strings.ToLower(v), "mariadb") {
+		t.flavour.Store(1)
+		return true
+	}
+	t.flavour.Store(2)
+	return false
 }
 
 // tallyKey is an original: our row id, with the delivery id's key (the

@@ -3,8 +3,13 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/ids"
@@ -137,5 +142,85 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	}
 	if id, ok := c.Answer(tenant, source, "b", time.Now()); ok || id != "ORIGINAL-B" {
 		t.Fatalf("a full tally answered %q %v, want the claim path with the original", id, ok)
+	}
+}
+
+// The flush hints Sightings only of originals whose lead's times_seen is
+// behind: processed into a lead, dup_count above dups_counted. Duplicates
+// of a delivery not yet processed cost no sightings work (the worker adds
+// 1 + dup_count when it makes the lead), and a vanished original stored
+// failed is no hint either. Both ways of asking: the statement's RETURNING
+// (MariaDB) and the read after it (MySQL, forced here).
+func TestFlushHintsOnlyProcessedOriginals(t *testing.T) {
+	x, _ := dbtest.New(t, "fast_hints")
+	for _, flavour := range []int32{0, 2} {
+		t.Run(map[int32]string{0: "returning", 2: "read after"}[flavour], func(t *testing.T) {
+			testFlushHints(t, x, flavour)
+		})
+	}
+}
+
+func testFlushHints(t *testing.T, x *sqlx.DB, flavour int32) {
+	var mu sync.Mutex
+	var hinted []DeliveryRef
+	c := &Claimer{DB: x, FlushEvery: time.Hour, OnDuplicates: func(refs []DeliveryRef) {
+		mu.Lock()
+		hinted = append(hinted, refs...)
+		mu.Unlock()
+	}}
+	c.tally.flavour.Store(flavour)
+	tenant, source := ids.New(), ids.New()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	claim := func(did string) Delivery {
+		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+		if isNew, _, err := c.Claim(context.Background(), d); err != nil || !isNew {
+			t.Fatalf("claim %s: %v %v", did, isNew, err)
+		}
+		return d
+	}
+	received, processed, counted := claim("received"), claim("processed"), claim("counted")
+	// processed: made into a lead, no duplicate counted yet; counted: its
+	// lead already holds its one earlier duplicate.
+	if _, err := x.Exec(`UPDATE deliveries SET state = 'processed', lead_id = ? WHERE tenant_id = ? AND id = ?`, ids.New(), tenant, processed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Exec(`UPDATE deliveries SET state = 'processed', lead_id = ?, dup_count = 1, dups_counted = 1 WHERE tenant_id = ? AND id = ?`, ids.New(), tenant, counted.ID); err != nil {
+		t.Fatal(err)
+	}
+	vanished := ids.New()
+	c.known.put(tenant, source, "vanished", vanished) // its row is gone (a deleted tenant's)
+	for _, did := range []string{"received", "processed", "counted", "vanished", "received"} {
+		if _, ok := c.Answer(tenant, source, did, now.Add(time.Second)); !ok {
+			t.Fatalf("%s not tallied", did)
+		}
+	}
+	if err := c.FlushDuplicates(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := slices.Clone(hinted)
+	mu.Unlock()
+	slices.SortFunc(got, func(a, b DeliveryRef) int { return strings.Compare(a.ID, b.ID) })
+	want := []DeliveryRef{{tenant, processed.ID}, {tenant, counted.ID}}
+	slices.SortFunc(want, func(a, b DeliveryRef) int { return strings.Compare(a.ID, b.ID) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("hinted %v, want the two processed originals %v", got, want)
+	}
+	for id, n := range map[string]int{received.ID: 2, processed.ID: 1, counted.ID: 2, vanished: 1} {
+		var dups int
+		if err := x.Get(&dups, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, id); err != nil || dups != n {
+			t.Errorf("%s: dup_count %d (%v), want %d", id, dups, err, n)
+		}
+	}
+	var stored struct {
+		State     string `db:"state"`
+		LastError string `db:"last_error"`
+	}
+	if err := x.Get(&stored, `SELECT state, last_error FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, vanished); err != nil ||
+		stored.State != "failed" || stored.LastError != vanishedOriginal {
+		t.Fatalf("the vanished original is %+v (%v), want stored failed", stored, err)
+	}
+	if want := map[int32]int32{0: 1, 2: 2}[flavour]; c.tally.flavour.Load() != want {
+		t.Fatalf("flavour %d, want %d", c.tally.flavour.Load(), want)
 	}
 }

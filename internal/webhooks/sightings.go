@@ -16,7 +16,9 @@ import (
 // on their deliveries. A duplicate is committed as a count on its original
 // delivery (deliveries.dup_count) by the claim batch itself; the lead's
 // times_seen then follows within a flush interval. The claimer only hints
-// which deliveries got duplicates: the flush moves the difference
+// which deliveries got duplicates (the claim batch every one; the fast
+// path's tally flush only those it saw processed into a lead that is
+// behind, dupfast.go): the flush moves the difference
 // dup_count - dups_counted, read under the delivery's row lock, so a hint
 // repeated or a flush retried never counts twice. A delivery not yet
 // processed is left to the worker, which adds 1 + dup_count when it
