@@ -41,7 +41,7 @@ type Service struct {
 	// Deliveries tells the timeline which deliveries reached a lead (the
 	// webhooks area owns those tables).
 	Deliveries DeliveryLog
-	// Search tuning (see store.go): how many index entries count as "few
+	// Search tuning (see store_lists.go): how many index entries count as "few
 	// candidates", and how many rows a search of a common q reads in list
 	// order before it turns to the indexes.
 	IndexBudget int

@@ -1,0 +1,224 @@
+package leads
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/ids"
+)
+
+// Assignment rules, their round-robin counters and reservations, and the
+// first-response mark (docs/ARCHITECTURE.md, "Assignment and first
+// response").
+
+// ruleRow is one assignment_rules row.
+type ruleRow struct {
+	ID       string
+	Position int
+	AssignmentRule
+}
+
+// assignmentRules reads the tenant's rules in order (one range of the
+// primary key's tenant prefix: a tenant has a few).
+func assignmentRules(ctx context.Context, x db.Ext, tenantID string) ([]ruleRow, error) {
+	var rows []struct {
+		ID       string  `db:"id"`
+		Position int     `db:"position"`
+		Name     string  `db:"name"`
+		SourceID *string `db:"source_id"`
+		Field    *string `db:"field"`
+		Equals   *string `db:"equals"`
+		Strategy string  `db:"strategy"`
+		Members  *string `db:"members"`
+		OwnerID  *string `db:"owner_id"`
+	}
+	if err := x.SelectContext(ctx, &rows, `SELECT id, position, name, source_id, field, equals, strategy, members, owner_id
+		FROM assignment_rules WHERE tenant_id = ? ORDER BY position`, tenantID); err != nil {
+		return nil, err
+	}
+	out := make([]ruleRow, len(rows))
+	for i, r := range rows {
+		out[i] = ruleRow{ID: r.ID, Position: r.Position, AssignmentRule: AssignmentRule{Name: r.Name,
+			When: RuleCondition{SourceID: r.SourceID, Field: r.Field, Equals: r.Equals}, Strategy: r.Strategy, OwnerID: r.OwnerID}}
+		if r.Members != nil {
+			if err := json.Unmarshal([]byte(*r.Members), &out[i].Members); err != nil {
+				return nil, fmt.Errorf("assignment rule %s: members: %w", r.ID, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// firstResponseMinutes reads the tenant's setting (the default without
+// one).
+func firstResponseMinutes(ctx context.Context, x db.Ext, tenantID string) (int, error) {
+	var n int
+	err := x.GetContext(ctx, &n, `SELECT first_response_minutes FROM assignment_settings WHERE tenant_id = ?`, tenantID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DefaultFirstResponseMinutes, nil
+	}
+	return n, err
+}
+
+// replaceAssignment replaces the tenant's rules (with fresh positions)
+// and its setting.
+func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []ruleRow, minutes int, now time.Time) error {
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_rules WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_counters WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ?`, tenantID); err != nil {
+		return err
+	}
+	if len(rules) > 0 {
+		var args, cargs []any
+		for _, r := range rules {
+			var members any
+			if r.Members != nil {
+				b, err := json.Marshal(r.Members)
+				if err != nil {
+					return err
+				}
+				members = string(b)
+			}
+			args = append(args, tenantID, r.ID, r.Position, r.Name, r.When.SourceID, r.When.Field, r.When.Equals, r.Strategy, members, r.OwnerID, now)
+			cargs = append(cargs, tenantID, r.ID)
+		}
+		const v = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_rules (tenant_id, id, position, name, source_id, field, equals, strategy, members, owner_id, created_at)
+			VALUES `+v+strings.Repeat(", "+v, len(rules)-1), args...); err != nil {
+			return err
+		}
+		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_counters (tenant_id, rule_id, next_pos) VALUES (?, ?, 0)`+
+			strings.Repeat(", (?, ?, 0)", len(rules)-1), cargs...); err != nil {
+			return err
+		}
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO assignment_settings (tenant_id, first_response_minutes, updated_at) VALUES (?, ?, ?)
+		ON DUPLICATE KEY UPDATE first_response_minutes = VALUES(first_response_minutes), updated_at = VALUES(updated_at)`, tenantID, minutes, now)
+	return err
+}
+
+// reservation is a range of a rule's round-robin positions, n from
+// start.
+type reservation struct {
+	ID    string `db:"id"`
+	Start int64  `db:"start_pos"`
+	N     int64  `db:"n"`
+}
+
+// reservationOrphanAge is how old a reservation must be before another
+// batch hands its positions out: a batch in flight uses (deletes) its own
+// within its transaction, far sooner; one still there after this was
+// left by a batch that rolled back or died.
+const reservationOrphanAge = 30 * time.Second
+
+// leftReservations locks up to 16 reservations of the rule that batches
+// left unused (older than reservationOrphanAge at now). The ids are read
+// first without a lock (the usual case, none left, is that one indexed
+// read, and a batch in flight is never waited for), then locked one by
+// one by their primary key (no gap lock even at REPEATABLE READ); one
+// another batch took meanwhile is gone or changed (useReservation checks
+// n) when the lock is granted.
+func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]reservation, error) {
+	var ids []string
+	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
+		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	var out []reservation
+	for _, id := range ids {
+		var rs []reservation
+		if err := x.SelectContext(ctx, &rs, `SELECT id, start_pos, n FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ?
+			FOR UPDATE`, tenantID, ruleID, id); err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// useReservation records that k positions of a locked reservation were
+// handed out: all of them, the row goes; else it keeps the rest.
+func useReservation(ctx context.Context, x db.Ext, tenantID, ruleID string, r reservation, k int64) error {
+	var res sql.Result
+	var err error
+	if k >= r.N {
+		res, err = x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`,
+			tenantID, ruleID, r.ID, r.N)
+	} else {
+		res, err = x.ExecContext(ctx, `UPDATE assignment_reservations SET start_pos = start_pos + ?, n = n - ?
+			WHERE tenant_id = ? AND rule_id = ? AND id = ? AND n = ?`, k, k, tenantID, ruleID, r.ID, r.N)
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = errReservationTaken
+		}
+		return err
+	}
+	return nil
+}
+
+// errReservationTaken: another batch took the reservation between its
+// commit and this batch's lock of it; re-running finds positions again.
+var errReservationTaken = fmt.Errorf("leads: a round-robin reservation was taken by another batch: %w", db.ErrRetryTx)
+
+// reserveApart takes n positions of a rule in a short transaction of its
+// own (the position row is locked only for that transaction) and records
+// them as a reservation, which the caller's transaction then uses
+// (useReservation) or, rolled back, leaves to the next batch. ok is false
+// when the rule has no counter (it was replaced meanwhile).
+func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n int64, now time.Time) (r reservation, ok bool, err error) {
+	err = db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		start, found, err := reserveCounter(ctx, tx, tenantID, ruleID, n)
+		if err != nil || !found {
+			ok = false
+			return err
+		}
+		r, ok = reservation{ID: ids.New(), Start: start, N: n}, true
+		_, err = tx.ExecContext(ctx, `INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			tenantID, ruleID, r.ID, r.Start, r.N, now)
+		return err
+	})
+	return r, ok, err
+}
+
+// reserveCounter takes n round-robin positions of a rule in one
+// statement and returns the first (the row stays locked to the commit).
+// ok is false when the rule has no counter (it was replaced meanwhile).
+// LAST_INSERT_ID(expr) hands the new value back in the statement's OK
+// packet, so no second round trip reads it.
+func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n int64) (start int64, ok bool, err error) {
+	res, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`,
+		n, tenantID, ruleID)
+	if err != nil {
+		return 0, false, err
+	}
+	if k, err := res.RowsAffected(); err != nil || k == 0 {
+		return 0, false, err
+	}
+	end, err := res.LastInsertId()
+	return end - n, err == nil, err
+}
+
+// markResponded starts a lead's first response (a person's note), once.
+func markResponded(ctx context.Context, x db.Ext, tenantID, leadID string, now time.Time) error {
+	_, err := x.ExecContext(ctx, `UPDATE leads SET first_responded_at = ? WHERE tenant_id = ? AND id = ? AND first_responded_at IS NULL`,
+		now, tenantID, leadID)
+	return err
+}
+
+// ---- Merges (merge.go, survivor.go) ----
