@@ -478,7 +478,7 @@ func TestSLAFilterMatchesBruteForce(t *testing.T) {
 }
 
 // Two independent workers (two App instances on the same database and
-// Redis, as two cmd/worker processes) drain 3 waves of 50 concurrent
+// Redis, as two cmd/worker processes) drain 3 or more waves of 50 concurrent
 // webhook leads: every lead assigned exactly once, counts differ by at
 // most 1, the counter equals the leads assigned.
 func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
@@ -513,8 +513,13 @@ func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
 		second.Close()
 	})
 
-	const waves, n = 3, 50
-	for w := 0; w < waves; w++ {
+	// At least 3 waves; more (up to 12) while one worker has taken every
+	// batch so far: Asynq hands tasks to whichever worker polls first, and
+	// a wave's few batch tasks can all go to one of them.
+	const n = 50
+	waves := 0
+	for w := 0; w < 12 && (w < 3 || created[0].Load() == 0 || created[1].Load() == 0); w++ {
+		waves++
 		var sg sync.WaitGroup
 		errs := make(chan string, n)
 		for i := 0; i < n; i++ {
@@ -552,7 +557,7 @@ func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
 	if created[0].Load() == 0 || created[1].Load() == 0 {
 		t.Fatalf("one worker created every lead (%d, %d): the test did not run two", created[0].Load(), created[1].Load())
 	}
-	if created[0].Load()+created[1].Load() != waves*n {
+	if created[0].Load()+created[1].Load() != int64(waves*n) {
 		t.Fatalf("created %d + %d, want %d", created[0].Load(), created[1].Load(), waves*n)
 	}
 	if k := count(t, e, `SELECT COUNT(*) FROM lead_events WHERE tenant_id = ? AND kind = 'assigned'`, ten.ID); k != waves*n {

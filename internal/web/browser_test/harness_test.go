@@ -41,8 +41,15 @@ func startBrowser(t *testing.T) context.Context {
 	if bin == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
-	// Chromium leaves an org.chromium.Chromium.* folder in TMPDIR per run.
-	tmp := t.TempDir()
+	// Chromium leaves an org.chromium.Chromium.* folder in TMPDIR per run,
+	// and refuses a SingletonSocket path past 107 bytes: t.TempDir() holds
+	// the test's name, so a long name failed to start the browser. A short
+	// folder of our own instead.
+	tmp, err := os.MkdirTemp("", "cr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.NoSandbox,
