@@ -55,6 +55,12 @@ func countMatchingUpTo(ctx context.Context, x db.Ext, tenantID string, f Filter,
 		args = append(args, a...)
 		args = append(args, limit+1)
 	}
+	return statusCounts(ctx, x, parts, args)
+}
+
+// statusCounts runs the per-status counts parts, joined by UNION ALL, as
+// status → count.
+func statusCounts(ctx context.Context, x db.Ext, parts []string, args []any) (map[string]int, error) {
 	var rows []struct {
 		Status string `db:"status"`
 		N      int    `db:"n"`
@@ -79,18 +85,7 @@ func countByStatusUpTo(ctx context.Context, x db.Ext, tenantID string, statuses 
 		parts[i] = `SELECT ? AS status, COUNT(*) AS n FROM (SELECT 1 FROM leads FORCE INDEX (ix_leads_status) WHERE tenant_id = ? AND status = ? LIMIT ?) t` + string(rune('a'+i))
 		args = append(args, st, tenantID, st, limit+1)
 	}
-	var rows []struct {
-		Status string `db:"status"`
-		N      int    `db:"n"`
-	}
-	if err := x.SelectContext(ctx, &rows, strings.Join(parts, " UNION ALL "), args...); err != nil {
-		return nil, err
-	}
-	out := make(map[string]int, len(rows))
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out, nil
+	return statusCounts(ctx, x, parts, args)
 }
 
 // newestWithStatus returns the newest n leads of one status (a board

@@ -97,9 +97,9 @@ func importAccepted(v imports.View) (idempotency.Response, error) {
 
 // apiGetImport is GET /api/v1/imports/{id}: state, progress and counts.
 func (s *Server) apiGetImport(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "import not found"))
+	id, err := importID(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
 		return
 	}
 	v, err := s.Imports.Get(r.Context(), Tenant(r), id)
@@ -127,9 +127,9 @@ func (s *Server) apiListImports(w http.ResponseWriter, r *http.Request) {
 // apiImportErrors is GET /api/v1/imports/{id}/errors (and errors.csv): the
 // refused rows as CSV, each with its row number and reason, streamed.
 func (s *Server) apiImportErrors(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "import not found"))
+	id, err := importID(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
 		return
 	}
 	var cw *csv.Writer
@@ -143,7 +143,7 @@ func (s *Server) apiImportErrors(w http.ResponseWriter, r *http.Request) {
 		cw = csv.NewWriter(bw)
 		return cw.Write([]string{"row", "reason", "data"})
 	}
-	err := s.Imports.Errors(r.Context(), Tenant(r), id, func(page []imports.ErrorRow) error {
+	err = s.Imports.Errors(r.Context(), Tenant(r), id, func(page []imports.ErrorRow) error {
 		if cw == nil {
 			if err := start(); err != nil {
 				return err
@@ -169,4 +169,14 @@ func (s *Server) apiImportErrors(w http.ResponseWriter, r *http.Request) {
 	}
 	cw.Flush()
 	_ = bw.Flush()
+}
+
+// importID is the {id} of an import route: a malformed id is an unknown
+// import (404), like another tenant's.
+func importID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !ids.Valid(id) {
+		return "", apperr.New(apperr.NotFound, "import not found")
+	}
+	return id, nil
 }

@@ -199,15 +199,25 @@ func (s *Server) freshAssignment(w http.ResponseWriter, r *http.Request) (leads.
 	return a, true
 }
 
-// uiMoveRule is POST /settings/assignment/rules/{n}/move (dir up|down).
-func (s *Server) uiMoveRule(w http.ResponseWriter, r *http.Request) {
+// freshRule is freshAssignment and the rule {n} of it (404 when there is
+// no such rule).
+func (s *Server) freshRule(w http.ResponseWriter, r *http.Request) (leads.Assignment, int, bool) {
 	a, ok := s.freshAssignment(w, r)
 	if !ok {
-		return
+		return a, 0, false
 	}
 	i, ok := ruleIndex(r)
 	if !ok || i >= len(a.Rules) {
 		s.uiNotFound(w, r)
+		return a, 0, false
+	}
+	return a, i, true
+}
+
+// uiMoveRule is POST /settings/assignment/rules/{n}/move (dir up|down).
+func (s *Server) uiMoveRule(w http.ResponseWriter, r *http.Request) {
+	a, i, ok := s.freshRule(w, r)
+	if !ok {
 		return
 	}
 	j := i - 1
@@ -224,13 +234,8 @@ func (s *Server) uiMoveRule(w http.ResponseWriter, r *http.Request) {
 
 // uiDeleteRule is POST /settings/assignment/rules/{n}/delete.
 func (s *Server) uiDeleteRule(w http.ResponseWriter, r *http.Request) {
-	a, ok := s.freshAssignment(w, r)
+	a, i, ok := s.freshRule(w, r)
 	if !ok {
-		return
-	}
-	i, ok := ruleIndex(r)
-	if !ok || i >= len(a.Rules) {
-		s.uiNotFound(w, r)
 		return
 	}
 	name := a.Rules[i].Name

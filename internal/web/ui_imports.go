@@ -7,11 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
-	"leadpipe/internal/ids"
 	"leadpipe/internal/imports"
 	"leadpipe/views/components"
 	importviews "leadpipe/views/imports"
@@ -143,9 +141,9 @@ func (s *Server) uiImport(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) importPage(w http.ResponseWriter, r *http.Request, status int, problem string, chosen map[string]string) {
 	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiError(w, r, apperr.New(apperr.NotFound, "import not found"))
+	id, err := importID(r)
+	if err != nil {
+		s.uiError(w, r, err)
 		return
 	}
 	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
@@ -212,9 +210,9 @@ func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiError(w, r, apperr.New(apperr.NotFound, "import not found"))
+	id, err := importID(r)
+	if err != nil {
+		s.uiError(w, r, err)
 		return
 	}
 	p, err := s.Imports.Preview(r.Context(), sess.Tenant.ID, id)
@@ -251,9 +249,9 @@ func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
 // uiImportStatus is GET /imports/{id}/status: the progress fragment htmx polls.
 func (s *Server) uiImportStatus(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiError(w, r, apperr.New(apperr.NotFound, "import not found"))
+	id, err := importID(r)
+	if err != nil {
+		s.uiError(w, r, err)
 		return
 	}
 	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
