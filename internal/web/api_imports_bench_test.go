@@ -59,7 +59,11 @@ func BenchmarkLeadsImport(b *testing.B) {
 	body := f.Bytes()
 	b.Logf("file: %d rows, %.1f MiB, batches of %d", n, float64(len(body))/(1<<20), batch)
 
-	// The baseline: the same rows, raw ODKU, into a copy of leads.
+	// The baseline: the same rows, raw ODKU, into a copy of leads, with
+	// the columns the import writes (the normalized email and phone too:
+	// without them every row's index entries of ix_leads_email_norm and
+	// ix_leads_phone_norm were the same empty key, which made the
+	// baseline about 10 % cheaper than the rows it stands for).
 	if _, err := e.App.DB.ExecContext(ctx, `CREATE TABLE leads_raw LIKE leads`); err != nil {
 		b.Fatal(err)
 	}
@@ -67,20 +71,22 @@ func BenchmarkLeadsImport(b *testing.B) {
 		if _, err := e.App.DB.ExecContext(ctx, `DELETE FROM leads_raw WHERE tenant_id = ?`, te.ID); err != nil {
 			b.Fatal(err)
 		}
-		const vals = `(?, ?, 'src', ?, ?, ?, ?, ?, ?, ?, 0, 'new', '[]', 1, ?, ?, ?)`
+		const vals = `(?, ?, 'src', ?, ?, ?, ?, ?, ?, ?, 0, 'new', '[]', 1, ?, ?, ?, ?, ?)`
 		t0 := time.Now()
 		for lo := 0; lo < n; lo += batch {
 			hi := min(lo+batch, n)
 			now := time.Now().UTC()
 			args := make([]any, 0, (hi-lo)*13)
 			for _, r := range rows[lo:hi] {
-				args = append(args, te.ID, ids.New(), r.email, r.payload, r.email, r.name, r.phone, r.company, now, now, now, leads.OrderKey(now, ids.New()))
+				args = append(args, te.ID, ids.New(), r.email, r.payload, r.email, r.name, r.phone, r.company, now, now, now, leads.OrderKey(now, ids.New()),
+					leads.NormalizeEmail(r.email), leads.NormalizePhone(r.phone))
 			}
 			if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO leads_raw (tenant_id, id, source_id, source_ref, payload, email, name, phone,
-					company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key) VALUES `+
+					company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key, email_norm, phone_norm) VALUES `+
 				vals+strings.Repeat(", "+vals, hi-lo-1)+` ON DUPLICATE KEY UPDATE payload = VALUES(payload), email = VALUES(email),
 					name = VALUES(name), phone = VALUES(phone), company = VALUES(company), updated_at = VALUES(updated_at),
-					last_seen_at = VALUES(last_seen_at), order_key = VALUES(order_key)`, args...); err != nil {
+					last_seen_at = VALUES(last_seen_at), order_key = VALUES(order_key), email_norm = VALUES(email_norm),
+					phone_norm = VALUES(phone_norm)`, args...); err != nil {
 				b.Fatal(err)
 			}
 		}
