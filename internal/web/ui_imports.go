@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/imports"
