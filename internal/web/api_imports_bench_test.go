@@ -108,6 +108,7 @@ func BenchmarkLeadsImport(b *testing.B) {
 		if err != nil || res.StatusCode != 202 {
 			b.Fatalf("upload: %d %v", res.StatusCode, err)
 		}
+		b.Logf("import %s: upload answered 202 after %.2fs", key, time.Since(t0).Seconds())
 		for im.State == "running" {
 			time.Sleep(20 * time.Millisecond)
 			r := e.Do("GET", "/api/v1/imports/"+im.ID, te.Token, nil)
