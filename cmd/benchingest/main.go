@@ -139,9 +139,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// As cmd/server: the buffered counters are written before the database
-	// closes (without Shutdown the tally's timer fired into a closed pool).
-	defer func() { a.Shutdown(context.Background()); a.Close() }()
+	defer a.Close()
 	if *stagger > 0 {
 		a.Ingest.Claimer.Stagger = *stagger
 	}

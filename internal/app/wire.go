@@ -167,15 +167,23 @@ func (e alertEvents) AlertFired(ctx context.Context, tx db.Ext, tenantID string,
 func (a *App) startRecorder() *monitor.Recorder {
 	rec := monitor.NewRecorder(a.DB, a.Log.With("component", "monitor"))
 	rec.Start()
-	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rec.Flush(ctx) })
-	a.closers = append(a.closers, func() { // before the DB closes
+	a.buffered(rec.Flush, rec.Close, "monitor: final flush failed; counters of the last seconds are lost")
+	return rec
+}
+
+// buffered registers a buffer the database is written from: Shutdown
+// flushes it, and Close (also without a Shutdown before it) stops it with
+// a last write before the database closes (closers run in reverse order),
+// logging lost at warning level when that fails.
+func (a *App) buffered(flush, final func(context.Context) error, lost string) {
+	a.flushers = append(a.flushers, func(ctx context.Context) { _ = flush(ctx) })
+	a.closers = append(a.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := rec.Close(ctx); err != nil {
-			a.Log.Warn("monitor: final flush failed; counters of the last seconds are lost", "err", err)
+		if err := final(ctx); err != nil {
+			a.Log.Warn(lost, "err", err)
 		}
 	})
-	return rec
 }
 
 // buildIngest builds the webhook path (claimer, dispatcher, sightings,
@@ -194,22 +202,21 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.C
 	a.closers = append(a.closers, func() { stop(); <-sdone })
 	// Duplicates answered from memory are written by the claimer's flush
 	// (at shutdown before the sightings' last flush, which they feed).
+	// Its closer runs before the sightings' (registered above), which
+	// flush what the claimer's last write hands them.
 	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log}
-	a.flushers = append(a.flushers, func(ctx context.Context) {
-		if err := claimer.Shutdown(ctx); err != nil {
+	a.buffered(func(ctx context.Context) error {
+		err := claimer.Shutdown(ctx)
+		if err != nil {
 			a.Log.Error("writing the last duplicate counts failed", "err", err)
 		}
-	})
+		return err
+	}, claimer.Shutdown, "writing the last duplicate counts failed")
 	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
 
 	rejected := rejections.NewRecorder(a.DB, a.Log.With("component", "rejections"))
 	rejected.Start()
-	a.flushers = append(a.flushers, func(ctx context.Context) { _ = rejected.Flush(ctx) })
-	a.closers = append(a.closers, func() { // before the DB closes
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = rejected.Close(ctx)
-	})
+	a.buffered(rejected.Flush, rejected.Close, "rejections: final flush failed; the last second's samples are lost")
 
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.Now}
