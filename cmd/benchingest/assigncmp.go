@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -62,7 +63,11 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 			}
 		}
 		var stop func()
+		// Each drain starts after InnoDB wrote back the last one's redo
+		// (settleMariaDB): otherwise the second of a pair shares the CPU
+		// with the first one's page flushing.
 		dr := drain{raw: raw, queue: a.Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: n, conns: conns, noBase: true,
+			settle: func() { settleMariaDB(ctx, raw, time.Minute) },
 			startWorker: func() error {
 				wctx, cancel := context.WithCancel(ctx)
 				done := make(chan struct{})

@@ -37,12 +37,15 @@ type App struct {
 	Log *slog.Logger
 	// Now is the one clock every service is given (read through
 	// clock.Read); time.Now unless a test replaces it before wiring.
-	Now   func() time.Time
-	DB    *sqlx.DB
-	Box   *atrest.Box
-	Redis asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
-	RDB   redis.UniversalClient // made from Redis: follows a failover as Asynq does
-	Queue *asynq.Client
+	Now func() time.Time
+	DB  *sqlx.DB
+	// OneTrip is a small pool for short transactions sent in one round
+	// trip (db.OneTrip): the worker's round-robin reservations.
+	OneTrip *sqlx.DB
+	Box     *atrest.Box
+	Redis   asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
+	RDB     redis.UniversalClient // made from Redis: follows a failover as Asynq does
+	Queue   *asynq.Client
 	// QueueRedis is the Queue's Redis client (enqueues share pipelines).
 	QueueRedis *jobs.PipelinedClient
 	Jobs       *jobs.Registry
@@ -88,6 +91,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { a.DB.Close() })
+	// A few connections for one-round-trip short transactions (the
+	// worker's round-robin reservations, webhooks.Processor.Reserve).
+	if a.OneTrip, err = db.OpenOneTrip(ctx, cfg.MySQLDSN, 8); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { a.OneTrip.Close() })
 	if err := db.Migrate(ctx, a.DB, log); err != nil {
 		a.Close()
 		return nil, err

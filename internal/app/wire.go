@@ -220,7 +220,7 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.C
 
 	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.Now}
-	a.Processor = &webhooks.Processor{DB: a.DB, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
+	a.Processor = &webhooks.Processor{DB: a.DB, Reserve: a.OneTrip, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
 		Leads: ls, Enricher: rc,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	return claimer, nil

@@ -154,6 +154,7 @@ func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 		Entries  int        `db:"entries"`
 	}
 	if err := s.check.SelectContext(ctx, &ls, `SELECT l.id, l.owner_id, l.assigned_at, l.first_response_due_at,
+			(l.assigned_rule_id IS NOT NULL AND l.assigned_owner_id = l.owner_id) +
 			(SELECT COUNT(*) FROM lead_events e WHERE e.tenant_id = l.tenant_id AND e.lead_id = l.id AND e.kind = 'assigned') AS entries
 		FROM leads l WHERE l.tenant_id = ?`, h.tenantID); err != nil {
 		t.Fatal(err)

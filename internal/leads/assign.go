@@ -475,16 +475,3 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 	return out, nil
 }
 
-// assignedEvents writes the timeline entries of the assignments.
-func assignedEvents(ctx context.Context, x db.Ext, tenantID string, leadIDs []string, as []*assigned) error {
-	var evs []eventIn
-	for i, a := range as {
-		if a == nil {
-			continue
-		}
-		evs = append(evs, eventIn{LeadID: leadIDs[i], Kind: EventAssigned, ActorName: "rule " + a.RuleName, At: a.At,
-			Detail: map[string]any{"owner_id": a.OwnerID, "owner_name": a.OwnerName, "rule_id": a.RuleID, "rule_name": a.RuleName,
-				"message": "assigned to " + a.OwnerName + " by rule " + a.RuleName}})
-	}
-	return addEvents(ctx, x, tenantID, evs)
-}

@@ -23,7 +23,8 @@ import (
 // concurrent batches share the rule fairly (counts differ by at most 1);
 // the counter equals the positions handed out.
 func TestRoundRobinInConcurrentBatches(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_assign_batch")
+	d, dsn := dbtest.New(t, "leads_assign_batch")
+	one := oneTrip(t, dsn)
 	ctx := context.Background()
 	const ten = "01HTENANT0000000000000000A"
 	const src = "01HSOURCE0000000000000000S"
@@ -61,7 +62,7 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, `SELECT 1`); err != nil {
 				return err
 			}
-			if err := pending.Insert(ctx, tx, d); err != nil {
+			if err := pending.Insert(ctx, tx, one); err != nil {
 				return err
 			}
 			out = o
@@ -106,7 +107,7 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 			// Half reserve apart (the worker), half in the transaction
 			// (single-lead paths); every fourth rolls back once after
 			// taking its positions in the transaction (a retry).
-			reserve, tries := d, 0
+			reserve, tries := one, 0
 			if b%2 == 1 {
 				reserve = nil
 			}
@@ -161,7 +162,7 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 		t.Fatalf("counter %d (%v), want %d", next, err, 4+16*8)
 	}
 	var entries, left int
-	if err := d.Get(&entries, `SELECT COUNT(*) FROM lead_events WHERE tenant_id = ? AND kind = 'assigned'`, ten); err != nil || entries != 4+16*8 {
+	if err := d.Get(&entries, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND assigned_rule_id IS NOT NULL AND assigned_owner_id = owner_id`, ten); err != nil || entries != 4+16*8 {
 		t.Fatalf("%d assignment entries (%v)", entries, err)
 	}
 	if err := d.Get(&left, `SELECT COUNT(*) FROM assignment_reservations WHERE tenant_id = ?`, ten); err != nil || left != 0 {
@@ -174,7 +175,8 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 // them out first, in order, then reserves only what it needs more: the
 // counter counts each position once.
 func TestLeftReservationsAreUsedFirst(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_assign_left")
+	d, dsn := dbtest.New(t, "leads_assign_left")
+	one := oneTrip(t, dsn)
 	ctx := context.Background()
 	const ten = "01HTENANT0000000000000000A"
 	const src = "01HSOURCE0000000000000000S"
@@ -210,7 +212,7 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 		defer tx.Rollback()
 		out, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, rs, at)
 		if err == nil {
-			err = pending.Insert(ctx, tx, d)
+			err = pending.Insert(ctx, tx, one)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -272,7 +274,8 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 // fails with a retryable error (db.InTx re-runs it and reads the new
 // rules), and nothing is assigned by the old rule.
 func TestRulesReplacedMidBatch(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_assign_replaced")
+	d, dsn := dbtest.New(t, "leads_assign_replaced")
+	one := oneTrip(t, dsn)
 	ctx := context.Background()
 	const ten = "01HTENANT0000000000000000A"
 	const src = "01HSOURCE0000000000000000S"
@@ -301,7 +304,7 @@ func TestRulesReplacedMidBatch(t *testing.T) {
 		if tries == 1 {
 			put("New")
 		}
-		err = pending.Insert(ctx, tx, d)
+		err = pending.Insert(ctx, tx, one)
 		if tries == 1 && err == nil {
 			t.Error("the first try assigned by a replaced rule")
 		}
@@ -311,7 +314,19 @@ func TestRulesReplacedMidBatch(t *testing.T) {
 		t.Fatalf("err %v after %d tries", err, tries)
 	}
 	var rule string
-	if err := d.Get(&rule, `SELECT JSON_VALUE(detail, '$.rule_name') FROM lead_events WHERE tenant_id = ? AND kind = 'assigned'`, ten); err != nil || rule != "New" {
+	if err := d.Get(&rule, `SELECT assigned_rule_name FROM leads WHERE tenant_id = ? AND assigned_rule_id IS NOT NULL`, ten); err != nil || rule != "New" {
 		t.Fatalf("assigned by %q (%v)", rule, err)
 	}
+}
+
+// oneTrip opens the worker's pool for one-round-trip reservations on the
+// test's database.
+func oneTrip(t *testing.T, dsn string) *sqlx.DB {
+	t.Helper()
+	one, err := db.OpenOneTrip(context.Background(), dsn, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { one.Close() })
+	return one
 }

@@ -232,17 +232,16 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	if err != nil {
 		return Lead{}, err
 	}
+	var a *assigned
 	if len(as) > 0 && as[0] != nil {
-		owner, at, due := as[0].OwnerID, as[0].At, as[0].Due
+		a = as[0]
+		owner, at, due := a.OwnerID, a.At, a.Due
 		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt = &owner, &at, &due
 	}
-	if err := insertManual(ctx, tx, l); err != nil {
+	if err := insertManual(ctx, tx, l, a); err != nil {
 		return Lead{}, err
 	}
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
-		return Lead{}, err
-	}
-	if err := assignedEvents(ctx, tx, tenantID, []string{l.ID}, as); err != nil {
 		return Lead{}, err
 	}
 	em := s.emitter(tx, tenantID)

@@ -35,14 +35,19 @@ var leadColsL = func() string {
 
 // ---- Leads: sender upsert, manual insert, human edits, reads ----
 
-// insertManual stores a lead a person created (no source).
-func insertManual(ctx context.Context, x db.Ext, l Lead) error {
+// insertManual stores a lead a person created (no source), with the
+// rule's assignment when a has one.
+func insertManual(ctx context.Context, x db.Ext, l Lead, a *assigned) error {
+	var owner, ruleID, ruleName any
+	if a != nil {
+		owner, ruleID, ruleName = a.OwnerID, a.RuleID, a.RuleName
+	}
 	_, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
 			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, owner_id, assigned_at, first_response_due_at,
-			email_norm, phone_norm)
-		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?)`,
+			email_norm, phone_norm, assigned_owner_id, assigned_rule_id, assigned_rule_name)
+		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.TenantID, l.ID, l.SourceRef, string(l.Payload), l.Email, l.Name, l.Phone, l.Company, l.LastSeenAt, l.Tags, l.CreatedAt, l.UpdatedAt,
-		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt, Clip(NormalizeEmail(l.Email), 320), NormalizePhone(l.Phone))
+		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt, Clip(NormalizeEmail(l.Email), 320), NormalizePhone(l.Phone), owner, ruleID, ruleName)
 	return db.MapErr(err, "", "lead already exists")
 }
 

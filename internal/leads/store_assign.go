@@ -180,30 +180,34 @@ var errReservationTaken = fmt.Errorf("leads: a round-robin reservation was taken
 // own (the position row is locked only for that transaction) and records
 // them as a reservation, which the caller's transaction then uses
 // (useReservation) or, rolled back, leaves to the next batch. ok is false
-// when the rule has no counter (it was replaced meanwhile).
+// when the rule has no counter (it was replaced meanwhile). d is a pool
+// from db.OpenOneTrip: the transaction (counter, reservation, commit) is
+// one round trip; the reservation row reads its start from the counter
+// row the transaction has just moved and locked.
 func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n int64, now time.Time) (r reservation, ok bool, err error) {
-	err = db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		start, found, err := reserveCounter(ctx, tx, tenantID, ruleID, n)
-		if err != nil || !found {
-			ok = false
-			return err
-		}
-		r, ok = reservation{ID: ids.New(), Start: start, N: n}, true
-		_, err = tx.ExecContext(ctx, `INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			tenantID, ruleID, r.ID, r.Start, r.N, now)
-		return err
-	})
-	return r, ok, err
+	r = reservation{ID: ids.New(), N: n}
+	affected, insertIDs, err := db.OneTrip(ctx, d, []string{reserveCounterSQL,
+		`INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at)
+			SELECT tenant_id, rule_id, ?, next_pos - ?, ?, ? FROM assignment_counters WHERE tenant_id = ? AND rule_id = ?`},
+		n, tenantID, ruleID,
+		r.ID, n, n, now, tenantID, ruleID)
+	if err != nil || affected[0] == 0 {
+		return reservation{}, false, err
+	}
+	r.Start = insertIDs[0] - n
+	return r, true, nil
 }
+
+// reserveCounterSQL takes n positions of a rule: next_pos moves by n and
+// LAST_INSERT_ID(expr) hands the new value back in the statement's OK
+// packet, so no second round trip reads it.
+const reserveCounterSQL = `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`
 
 // reserveCounter takes n round-robin positions of a rule in one
 // statement and returns the first (the row stays locked to the commit).
 // ok is false when the rule has no counter (it was replaced meanwhile).
-// LAST_INSERT_ID(expr) hands the new value back in the statement's OK
-// packet, so no second round trip reads it.
 func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n int64) (start int64, ok bool, err error) {
-	res, err := x.ExecContext(ctx, `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`,
-		n, tenantID, ruleID)
+	res, err := x.ExecContext(ctx, reserveCounterSQL, n, tenantID, ruleID)
 	if err != nil {
 		return 0, false, err
 	}

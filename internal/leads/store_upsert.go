@@ -356,9 +356,10 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 
 // Insert assigns the pending new leads (the round-robin positions are
 // taken here: see assignPlan.take; reserve, when set, is the database
-// whose short transactions reserve them apart from x's), inserts them in
-// one statement and writes their assignments' timeline entries; it fills
-// in the outcomes' OwnerID and Rule. A lead another transaction created
+// whose short transactions reserve them apart from x's) and inserts them
+// in one statement, each with its assignment (its timeline entry is read
+// from those columns: assignmentEntries); it fills in the outcomes'
+// OwnerID and Rule. A lead another transaction created
 // meanwhile fails it with ErrConcurrentCreate. Nil or empty: nothing.
 func (p *PendingLeads) Insert(ctx context.Context, x db.Ext, reserve *sqlx.DB) error {
 	if p == nil || len(p.rows) == 0 {
@@ -369,30 +370,25 @@ func (p *PendingLeads) Insert(ctx context.Context, x db.Ext, reserve *sqlx.DB) e
 		return err
 	}
 	leadIDs := make([]string, len(p.rows))
-	newArgs := make([]any, 0, len(p.rows)*21)
+	newArgs := make([]any, 0, len(p.rows)*25)
 	for j, c := range p.rows {
 		leadIDs[j] = c.row[1].(string)
-		var owner, at, due any
+		var owner, at, due, ruleID, ruleName any
 		if j < len(as) && as[j] != nil {
-			owner, at, due = as[j].OwnerID, as[j].At, as[j].Due
+			owner, at, due, ruleID, ruleName = as[j].OwnerID, as[j].At, as[j].Due, as[j].RuleID, as[j].RuleName
 			p.out[c.i].OwnerID, p.out[c.i].Rule = as[j].OwnerID, as[j].RuleName
 		}
-		newArgs = append(append(newArgs, c.row...), owner, at, due)
+		newArgs = append(append(newArgs, c.row...), owner, at, due, owner, ruleID, ruleName)
 	}
 	const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
 		source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-		email_norm, phone_norm, owner_id, assigned_at, first_response_due_at) VALUES `
-	const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`
+		email_norm, phone_norm, owner_id, assigned_at, first_response_due_at, assigned_owner_id, assigned_rule_id, assigned_rule_name) VALUES `
+	const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(p.rows)-1), newArgs...); err != nil {
 		if db.IsDuplicate(err) {
 			return ErrConcurrentCreate
 		}
 		return err
-	}
-	if len(as) > 0 {
-		if err := assignedEvents(ctx, x, p.tenantID, leadIDs, as); err != nil {
-			return err
-		}
 	}
 	return upsertRows(ctx, x, p.later, p.laterRows)
 }

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
 )
 
 // Timeline entry kinds that come from the ingest tables rather than
@@ -109,8 +113,13 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 		}
 		events, dels, dups = append(events, ev...), append(dels, ds...), append(dups, du...)
 	}
+	assignedEntries, err := assignmentEntries(ctx, s.DB, tenantID, group)
+	if err != nil {
+		return nil, err
+	}
 
-	out := make([]TimelineEntry, 0, len(events)+len(dels)+len(dups))
+	out := make([]TimelineEntry, 0, len(events)+len(dels)+len(dups)+len(assignedEntries))
+	out = append(out, assignedEntries...)
 	for _, e := range events {
 		t := TimelineEntry{ID: e.ID, Kind: e.Kind, At: e.At, ActorID: e.ActorID, ActorName: e.ActorName, Detail: json.RawMessage("null")}
 		if e.Detail != nil {
@@ -141,13 +150,67 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 			SourceID: d.SourceID, DeliveryID: d.DeliveryID, SenderDeliveryID: d.SenderID, Detail: json.RawMessage("null"),
 			Count: d.Count, FirstAt: &first, LastAt: &last})
 	}
-	// Newest first; ties (same microsecond) by id, which is time-ordered.
+	// Newest first; ties (same microsecond) by id, which is time-ordered,
+	// except that a lead's assignment comes after its creation.
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].At.Equal(out[j].At) {
 			return out[i].At.After(out[j].At)
 		}
+		if (out[i].Kind == EventAssigned) != (out[j].Kind == EventAssigned) {
+			return out[i].Kind == EventAssigned
+		}
 		return out[i].ID > out[j].ID
 	})
+	return out, nil
+}
+
+// assignmentEntries are the "assigned" entries of leads (a lead and those
+// merged into it): whom a rule gave each and which rule, kept on the
+// lead's row by the statement that created it (Insert, insertManual), the
+// owner's name as it is now.
+func assignmentEntries(ctx context.Context, x db.Ext, tenantID string, leadIDs []string) ([]TimelineEntry, error) {
+	q, args, err := sqlx.In(`SELECT id, assigned_at, assigned_owner_id, assigned_rule_id, assigned_rule_name FROM leads
+		WHERE tenant_id = ? AND id IN (?) AND assigned_rule_id IS NOT NULL AND assigned_at IS NOT NULL`, tenantID, leadIDs)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		LeadID   string    `db:"id"`
+		At       time.Time `db:"assigned_at"`
+		OwnerID  *string   `db:"assigned_owner_id"`
+		RuleID   string    `db:"assigned_rule_id"`
+		RuleName *string   `db:"assigned_rule_name"`
+	}
+	if err := x.SelectContext(ctx, &rows, q, args...); err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	var owners []string
+	for _, r := range rows {
+		if r.OwnerID != nil {
+			owners = append(owners, *r.OwnerID)
+		}
+	}
+	users, err := activeUsers(ctx, x, tenantID, owners)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TimelineEntry, 0, len(rows))
+	for _, r := range rows {
+		owner, rule := "", ""
+		if r.OwnerID != nil {
+			owner = *r.OwnerID
+		}
+		if r.RuleName != nil {
+			rule = *r.RuleName
+		}
+		name := nameOr(users[owner].name, "a former user")
+		detail, err := json.Marshal(map[string]string{"owner_id": owner, "owner_name": name, "rule_id": r.RuleID, "rule_name": rule,
+			"message": "assigned to " + name + " by rule " + rule})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TimelineEntry{ID: r.LeadID + "-assigned", Kind: EventAssigned, At: r.At, ActorName: "rule " + rule, Detail: detail})
+	}
 	return out, nil
 }
 

@@ -45,10 +45,12 @@ type Processor struct {
 	// their outbox there, in the same transaction). An error rolls the
 	// batch back (its deliveries are retried). nil: nobody.
 	Leads BatchObserver
-	// AssignInTx makes a batch take its round-robin positions in its own
-	// transaction (the position row locked to the commit) instead of
-	// reserving them apart: for comparing the two (benchingest
-	// -assign-intx).
+	// Reserve is the pool (db.OpenOneTrip) whose one-round-trip
+	// transactions reserve a batch's round-robin positions apart from the
+	// batch's own (leads.PendingLeads.Insert). nil, or AssignInTx: the
+	// batch takes them in its own transaction, the position row locked to
+	// its commit (benchingest -assign-intx compares the two).
+	Reserve    *sqlx.DB
 	AssignInTx bool
 	// Enricher is told of each committed webhook upsert (reconcile queues
 	// Meta enrichment). nil: nobody.
@@ -381,11 +383,11 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			failedAll = append(failedAll, failed...)
 			// The new leads go in last (before the outbox, which reads
 			// them), their round-robin positions reserved in short
-			// transactions of their own on p.DB, so that concurrent
+			// transactions of their own on p.Reserve, so that concurrent
 			// batches of the tenant do not wait on the rule's position
 			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
 			// in the drain").
-			reserve := p.DB
+			reserve := p.Reserve
 			if p.AssignInTx {
 				reserve = nil
 			}
