@@ -474,4 +474,3 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 	}
 	return out, nil
 }
-
