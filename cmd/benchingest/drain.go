@@ -50,6 +50,10 @@ type drainResult struct {
 	took          time.Duration // first to last processed
 	wall          time.Duration // from the worker's start
 	cpu           string        // per lead, per process
+	// work is MariaDB's server-wide counters per lead over the drain
+	// (statements, handler calls, redo bytes): what the machine's speed
+	// does not change, unlike the rate and the CPU.
+	work string
 }
 
 func (r drainResult) rate() float64 { return float64(r.stored) / r.took.Seconds() }
@@ -109,6 +113,7 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		dr.settle()
 	}
 	before := cpuSnapshot(dr.procs...)
+	work0 := serverWork(ctx, dr.raw)
 	start := time.Now()
 	if err := dr.startWorker(); err != nil {
 		return out, err
@@ -126,6 +131,7 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 	}
 	out.took = max(last.Sub(first), time.Millisecond)
 	out.cpu = cpuSnapshot(dr.procs...).since(before, int64(len(ids)))
+	out.work = serverWork(ctx, dr.raw).per(work0, len(ids))
 	if err := dr.raw.GetContext(ctx, &out.leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, dr.tenantID); err != nil {
 		return out, err
 	}
@@ -201,4 +207,34 @@ func (r drainResult) print(conns, conc int, d time.Duration) {
 	fmt.Printf("(b) worker drain of %d stored deliveries (concurrency %d): %s from the first processed to the last (%s from the worker's start), %.0f leads/s (%d leads)  CPU per lead %s\n",
 		r.stored, conc, r.took.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.rate(), r.leads, r.cpu)
 	fmt.Printf("drain ratio b/a = %.2f (target ≥ 0.80)\n", r.ratio(d))
+}
+
+// workCounters are MariaDB's global counters read by serverWork.
+var workCounters = []string{"Questions", "Handler_write", "Handler_update", "Handler_delete", "Handler_read_key", "Handler_read_next", "Innodb_lsn_current"}
+
+// work is a reading of workCounters.
+type work []int64
+
+func serverWork(ctx context.Context, raw *sqlx.DB) work {
+	w := make(work, len(workCounters))
+	for i, c := range workCounters {
+		w[i] = innodbStatus(ctx, raw, c)
+	}
+	return w
+}
+
+// per formats the counters' growth since w0 per item (redo in bytes).
+func (w work) per(w0 work, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	names := []string{"statements", "writes", "updates", "deletes", "key reads", "next reads", "redo B"}
+	var b strings.Builder
+	for i := range w {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.2f", names[i], float64(w[i]-w0[i])/float64(n))
+	}
+	return b.String()
 }

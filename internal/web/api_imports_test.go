@@ -29,6 +29,7 @@ type importJSON struct {
 	SourceID   string            `json:"source_id"`
 	NaturalKey string            `json:"natural_key"`
 	Mapping    map[string]string `json:"mapping"`
+	FinishedAt *time.Time        `json:"finished_at"`
 }
 
 func newImportEnv(t *testing.T, prefix string, worker bool) *apptest.Env {
