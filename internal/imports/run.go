@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -76,15 +77,39 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 			return err
 		}
 	}
+	// Two batches at a time: the next one's transaction starts once this
+	// one has written its leads, so its reads and writes of leads overlap
+	// this one's import-row lock, counts and commit (docs/BENCHMARKS.md,
+	// "CSV import, two batches at a time"). Neither waits in Go while
+	// holding a row the other needs (a batch that finds the one before
+	// uncommitted rolls back first); order comes from the import row,
+	// locked last.
 	offset := im.Offset
-	batch := make([]row, 0, s.batchSize())
+	var prev *batchRun
+	// finish waits for the batches in flight and returns what the run
+	// returns: the first failure in file order.
+	finish := func(err error, runs ...*batchRun) error {
+		for _, r := range runs {
+			if r == nil {
+				continue
+			}
+			<-r.done
+			if err == nil && r.err != nil {
+				err = r.err
+			}
+		}
+		if errors.Is(err, errSuperseded) {
+			return nil
+		}
+		return err
+	}
 	for {
-		batch = batch[:0]
+		batch := make([]row, 0, s.batchSize())
 		eof := false
 		for len(batch) < s.batchSize() {
 			r, more, err := read()
 			if err != nil {
-				return err
+				return finish(err, prev)
 			}
 			if !more {
 				eof = true
@@ -92,90 +117,134 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 			}
 			batch = append(batch, r)
 		}
-		err := s.applyBatch(ctx, tenantID, im, &plan, offset, batch, eof)
-		if errors.Is(err, errSuperseded) {
-			return nil
+		cur := &batchRun{leadsDone: make(chan struct{}), done: make(chan struct{}), end: offset + len(batch)}
+		if prev != nil {
+			<-prev.leadsDone
 		}
-		if err != nil {
-			return err
-		}
-		offset += len(batch)
-		if eof {
-			return nil
-		}
-		if s.AfterBatch != nil {
-			if err := s.AfterBatch(id, offset); err != nil {
-				return err
+		go func(prev, cur *batchRun, start int, batch []row) {
+			cur.err = s.applyBatch(ctx, tenantID, im, &plan, start, batch, eof, prev, cur.leadsWritten)
+			cur.leadsWritten()
+			close(cur.done)
+		}(prev, cur, offset, batch)
+		if prev != nil {
+			<-prev.done
+			if prev.err != nil {
+				return finish(prev.err, cur)
 			}
+			if s.AfterBatch != nil {
+				if err := s.AfterBatch(id, prev.end); err != nil {
+					return finish(err, cur)
+				}
+			}
+		}
+		prev, offset = cur, cur.end
+		if eof {
+			return finish(nil, cur)
 		}
 	}
 }
 
-// applyBatch is one transaction: lock the import at offset, upsert the
-// batch's good rows as the import source's records, record the refused
-// rows, add the counts and move the offset (finishing the import at the
-// end of the file). A raced create of a lead re-runs the transaction
-// (db.InTx); several imports of one file at once need more re-runs than
-// InTx's own, hence the outer retry.
-func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, plan *Plan, offset int, batch []row, eof bool) error {
-	return db.Retry(ctx, 20, 20*time.Millisecond, func() error {
-		return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-			state, at, err := lockImport(ctx, tx, tenantID, im.ID)
-			if err != nil {
-				return err
-			}
-			if state != StateRunning || at != offset {
-				return errSuperseded
-			}
-			now := s.now()
-			var recs []leads.BatchRecord
-			var recRows []int
-			var refused []ErrorRow
-			for i, r := range batch {
-				if r.reason == "" {
-					rec, reason := plan.record(r.rec)
-					if reason == "" {
-						rec.OrderKey = leads.OrderKey(now, ids.New())
-						recs = append(recs, leads.BatchRecord{SourceID: im.SourceID, SenderRecord: rec, SkipUnchanged: true})
-						recRows = append(recRows, i)
-						continue
+// batchRun is one batch of a run in flight.
+type batchRun struct {
+	leadsDone chan struct{} // closed once the batch has written its leads (or ended)
+	once      sync.Once
+	done      chan struct{} // closed when it ended, err set
+	err       error
+	end       int // the offset after it
+}
+
+func (b *batchRun) leadsWritten() { b.once.Do(func() { close(b.leadsDone) }) }
+
+// errBehind: the batch before this one in the run has not committed yet
+// (it re-ran its leads after this one started); this one waits for it and
+// runs again.
+var errBehind = errors.New("imports: the batch before has not committed yet")
+
+// applyBatch is one transaction: upsert the batch's good rows as the
+// import source's records (then leadsWritten: the run's next batch may
+// start), lock the import at offset, record the refused rows, add the
+// counts and move the offset (finishing the import at the end of the
+// file). A raced create of a lead re-runs the transaction (db.InTx);
+// several imports of one file at once need more re-runs than InTx's own,
+// hence the outer retry. prev is the batch before in the same run (nil:
+// none in flight): when it has not committed yet, this one waits for it
+// and runs again.
+func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, plan *Plan, offset int, batch []row, eof bool,
+	prev *batchRun, leadsWritten func()) error {
+	for {
+		err := db.Retry(ctx, 20, 20*time.Millisecond, func() error {
+			return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+				now := s.now()
+				var recs []leads.BatchRecord
+				var recRows []int
+				var refused []ErrorRow
+				for i, r := range batch {
+					if r.reason == "" {
+						rec, reason := plan.record(r.rec)
+						if reason == "" {
+							rec.OrderKey = leads.OrderKey(now, ids.New())
+							recs = append(recs, leads.BatchRecord{SourceID: im.SourceID, SenderRecord: rec, SkipUnchanged: true})
+							recRows = append(recRows, i)
+							continue
+						}
+						r.reason = reason
 					}
-					r.reason = reason
+					refused = append(refused, ErrorRow{Row: r.num, Reason: clipRunes(r.reason, 500), Raw: rawRow(r.rec)})
 				}
-				refused = append(refused, ErrorRow{Row: r.num, Reason: clipRunes(r.reason, 500), Raw: rawRow(r.rec)})
-			}
-			var n counts
-			if len(recs) > 0 {
-				outcomes, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+				var n counts
+				if len(recs) > 0 {
+					outcomes, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+					if err != nil {
+						return err
+					}
+					for j, o := range outcomes {
+						switch o.Kind {
+						case leads.OutcomeCreated:
+							n.created++
+						case leads.OutcomeUpdated:
+							n.updated++
+						case leads.OutcomeErased:
+							r := batch[recRows[j]]
+							refused = append(refused, ErrorRow{Row: r.num, Reason: "this lead was erased (personal data request): it is not re-created", Raw: rawRow(r.rec)})
+						default: // unchanged, or older than the lead's data
+							n.unchanged++
+						}
+					}
+					if s.Changed != nil {
+						if err := s.Changed(ctx, tx, tenantID, outcomes); err != nil {
+							return err
+						}
+					}
+				}
+				leadsWritten()
+				// The import row last: a batch holding it never waits for a
+				// lead, so the run's next batch, which writes leads while
+				// this one finishes, cannot close a cycle of waits with it.
+				state, at, err := lockImport(ctx, tx, tenantID, im.ID)
 				if err != nil {
 					return err
 				}
-				for j, o := range outcomes {
-					switch o.Kind {
-					case leads.OutcomeCreated:
-						n.created++
-					case leads.OutcomeUpdated:
-						n.updated++
-					case leads.OutcomeErased:
-						r := batch[recRows[j]]
-						refused = append(refused, ErrorRow{Row: r.num, Reason: "this lead was erased (personal data request): it is not re-created", Raw: rawRow(r.rec)})
-					default: // unchanged, or older than the lead's data
-						n.unchanged++
-					}
+				switch {
+				case state != StateRunning || at > offset:
+					return errSuperseded
+				case at < offset:
+					return errBehind
 				}
-				if s.Changed != nil {
-					if err := s.Changed(ctx, tx, tenantID, outcomes); err != nil {
-						return err
-					}
+				n.refused = len(refused)
+				if err := insertErrors(ctx, tx, tenantID, im.ID, refused); err != nil {
+					return err
 				}
-			}
-			n.refused = len(refused)
-			if err := insertErrors(ctx, tx, tenantID, im.ID, refused); err != nil {
-				return err
-			}
-			return advanceImport(ctx, tx, tenantID, im.ID, offset+len(batch), n, eof, now)
+				return advanceImport(ctx, tx, tenantID, im.ID, offset+len(batch), n, eof, now)
+			})
 		})
-	})
+		if !errors.Is(err, errBehind) || prev == nil {
+			return err
+		}
+		<-prev.done
+		if prev.err != nil {
+			return prev.err
+		}
+	}
 }
 
 type counts struct{ created, updated, unchanged, refused int }

@@ -414,8 +414,12 @@ func TestImportResumesAfterCrash(t *testing.T) {
 	if err := svc.Run(t.Context(), a.ID, im.ID); !errors.Is(err, crash) {
 		t.Fatalf("run: %v", err)
 	}
+	// The crash came after the batch that ends at row 100 committed; the
+	// next batch, already in flight (two at a time), may have committed
+	// too, as it may in a real crash.
 	mid := getImport(t, e, a.Token, im.ID)
-	if mid.State != "running" || mid.Processed != 100 || mid.New != 98 || mid.Errors != 2 {
+	if mid.State != "running" || !(mid.Processed == 100 && mid.New == 98 && mid.Errors == 2 ||
+		mid.Processed == 150 && mid.New == 147 && mid.Errors == 3) {
 		t.Fatalf("after the crash: %+v", mid)
 	}
 	svc.AfterBatch = nil
