@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -77,13 +76,13 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 			return err
 		}
 	}
-	// Two batches at a time: the next one's transaction starts once this
-	// one has written its leads, so its reads and writes of leads overlap
-	// this one's import-row lock, counts and commit (docs/BENCHMARKS.md,
-	// "CSV import, two batches at a time"). Neither waits in Go while
-	// holding a row the other needs (a batch that finds the one before
-	// uncommitted rolls back first); order comes from the import row,
-	// locked last.
+	// Two batches at a time, each in its own transaction, so that the
+	// database works on both (docs/BENCHMARKS.md, "CSV import, two batches
+	// at a time"). Order comes from the import row, locked last: a batch
+	// that gets it before the one ahead of it committed rolls back, waits
+	// (holding nothing) for that one and runs again. No batch ever waits
+	// in Go while it holds a row, so the two cannot wait on each other
+	// where the database cannot see it.
 	offset := im.Offset
 	var prev *batchRun
 	// finish waits for the batches in flight and returns what the run
@@ -117,18 +116,33 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 			}
 			batch = append(batch, r)
 		}
-		cur := &batchRun{leadsDone: make(chan struct{}), done: make(chan struct{}), end: offset + len(batch)}
-		if prev != nil {
-			<-prev.leadsDone
-		}
+		cur := &batchRun{done: make(chan struct{}), end: offset + len(batch)}
 		go func(prev, cur *batchRun, start int, batch []row) {
-			cur.err = s.applyBatch(ctx, tenantID, im, &plan, start, batch, eof, prev, cur.leadsWritten)
-			cur.leadsWritten()
+			cur.err = s.applyBatch(ctx, tenantID, im, &plan, start, batch, eof, prev)
 			close(cur.done)
 		}(prev, cur, offset, batch)
 		if prev != nil {
 			<-prev.done
-			if prev.err != nil {
+			if errors.Is(prev.err, errSuperseded) {
+				// Another run committed that batch; this one's next batch,
+				// in flight, may still be the next to commit, and then
+				// this run is the one ahead and goes on (the other stops
+				// at its own next batch).
+				<-cur.done
+				if cur.err != nil {
+					return finish(cur.err)
+				}
+				if s.AfterBatch != nil {
+					if err := s.AfterBatch(id, cur.end); err != nil {
+						return err
+					}
+				}
+				prev, offset = nil, cur.end
+				if eof {
+					return nil
+				}
+				continue
+			} else if prev.err != nil {
 				return finish(prev.err, cur)
 			}
 			if s.AfterBatch != nil {
@@ -146,23 +160,17 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 
 // batchRun is one batch of a run in flight.
 type batchRun struct {
-	leadsDone chan struct{} // closed once the batch has written its leads (or ended)
-	once      sync.Once
-	done      chan struct{} // closed when it ended, err set
-	err       error
-	end       int // the offset after it
+	done chan struct{} // closed when it ended, err set
+	err  error
+	end  int // the offset after it
 }
 
-func (b *batchRun) leadsWritten() { b.once.Do(func() { close(b.leadsDone) }) }
-
-// errBehind: the batch before this one in the run has not committed yet
-// (it re-ran its leads after this one started); this one waits for it and
-// runs again.
+// errBehind: the batch before this one in the run has not committed yet;
+// this one rolls back, waits for it and runs again.
 var errBehind = errors.New("imports: the batch before has not committed yet")
 
 // applyBatch is one transaction: upsert the batch's good rows as the
-// import source's records (then leadsWritten: the run's next batch may
-// start), lock the import at offset, record the refused rows, add the
+// import source's records, lock the import at offset, record the refused rows, add the
 // counts and move the offset (finishing the import at the end of the
 // file). A raced create of a lead re-runs the transaction (db.InTx);
 // several imports of one file at once need more re-runs than InTx's own,
@@ -170,7 +178,8 @@ var errBehind = errors.New("imports: the batch before has not committed yet")
 // none in flight): when it has not committed yet, this one waits for it
 // and runs again.
 func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, plan *Plan, offset int, batch []row, eof bool,
-	prev *batchRun, leadsWritten func()) error {
+	prev *batchRun) error {
+	waited := false // for prev: behind once it has ended is an error (the run is retried)
 	for {
 		err := db.Retry(ctx, 20, 20*time.Millisecond, func() error {
 			return db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -216,10 +225,9 @@ func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, pl
 						}
 					}
 				}
-				leadsWritten()
 				// The import row last: a batch holding it never waits for a
-				// lead, so the run's next batch, which writes leads while
-				// this one finishes, cannot close a cycle of waits with it.
+				// lead, so a cycle of waits with the run's other batch,
+				// writing leads meanwhile, cannot go through it.
 				state, at, err := lockImport(ctx, tx, tenantID, im.ID)
 				if err != nil {
 					return err
@@ -237,13 +245,16 @@ func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, pl
 				return advanceImport(ctx, tx, tenantID, im.ID, offset+len(batch), n, eof, now)
 			})
 		})
-		if !errors.Is(err, errBehind) || prev == nil {
+		if !errors.Is(err, errBehind) || prev == nil || waited {
 			return err
 		}
+		waited = true
 		<-prev.done
-		if prev.err != nil {
+		if prev.err != nil && !errors.Is(prev.err, errSuperseded) {
 			return prev.err
 		}
+		// Committed, or another run committed it: the offset now says
+		// whether this batch is next or done.
 	}
 }
 
