@@ -118,8 +118,13 @@ func (s *Service) Run(ctx context.Context, tenantID, id string) error {
 		}
 		cur := &batchRun{done: make(chan struct{}), end: offset + len(batch)}
 		go func(prev, cur *batchRun, start int, batch []row) {
+			defer close(cur.done)
+			defer func() { // a panic fails the run, as it would in the task's own goroutine
+				if r := recover(); r != nil {
+					cur.err = fmt.Errorf("import %s: batch at row %d: panic: %v", id, start, r)
+				}
+			}()
 			cur.err = s.applyBatch(ctx, tenantID, im, &plan, start, batch, eof, prev)
-			close(cur.done)
 		}(prev, cur, offset, batch)
 		if prev != nil {
 			<-prev.done
