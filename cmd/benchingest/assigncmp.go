@@ -81,7 +81,7 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 			stop()
 		}
 		lt1, lw1 := rowLocks(ctx, raw)
-		locks[withRule] = fmt.Sprintf("%d row lock waits, %d ms; per lead: %s", lw1-lw0, lt1-lt0, res.work)
+		locks[withRule] = fmt.Sprintf("%s; %d row lock waits, %d ms; per lead: %s", res.shape, lw1-lw0, lt1-lt0, res.work)
 		if err != nil {
 			return res, err
 		}

@@ -54,6 +54,10 @@ type drainResult struct {
 	// (statements, handler calls, redo bytes): what the machine's speed
 	// does not change, unlike the rate and the CPU.
 	work string
+	// shape is when half and 95 % of the leads were made, from the first:
+	// a drain whose rate falls short from a slow tail (a batch that waited
+	// or ran again) tells apart from one that is slower throughout.
+	shape string
 }
 
 func (r drainResult) rate() float64 { return float64(r.stored) / r.took.Seconds() }
@@ -130,6 +134,13 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		return out, err
 	}
 	out.took = max(last.Sub(first), time.Millisecond)
+	var at []time.Time
+	if err := dr.raw.SelectContext(ctx, &at, `SELECT processed_at FROM deliveries WHERE tenant_id = ? ORDER BY processed_at`, dr.tenantID); err == nil && len(at) > 0 {
+		q := func(f float64) string {
+			return fmt.Sprintf("%.2fs", at[int(f*float64(len(at)-1))].Sub(first).Seconds())
+		}
+		out.shape = fmt.Sprintf("half at %s, 95 %% at %s, all at %s", q(0.5), q(0.95), q(1))
+	}
 	out.cpu = cpuSnapshot(dr.procs...).since(before, int64(len(ids)))
 	out.work = serverWork(ctx, dr.raw).per(work0, len(ids))
 	if err := dr.raw.GetContext(ctx, &out.leads, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, dr.tenantID); err != nil {

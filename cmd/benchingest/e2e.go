@@ -163,7 +163,11 @@ func runE2E(ctx context.Context, o e2eOptions) error {
 	host, path := addr, "/hooks/bench/landing"
 	dr := drain{raw: raw, queue: queue, tenantID: ten.ID, sourceID: src.ID, n: o.backlog, conns: o.conns, d: o.d / 2,
 		startWorker: worker.start, procs: procs, settle: func() { settleMariaDB(ctx, raw, 2*time.Minute) }, fill: func(ctx context.Context, n int) (time.Duration, error) {
-			return sendN(newFeed(src.Secret, host, path, 0, 1_000_000_000), host, o.conns, n)
+			f := newFeed(src.Secret, host, path, 0, 1_000_000_000)
+			if err := f.ensure(0, n); err != nil {
+				return 0, err
+			}
+			return sendN(f.at, host, o.conns, n)
 		}}
 	has := func(p rune) bool { return strings.ContainsRune(o.phases, p) }
 	var res drainResult
@@ -528,6 +532,11 @@ type dupCostResult struct {
 	background       time.Duration // MariaDB's CPU per second from other clients, taken off (ingest only)
 	newTook, dupTook time.Duration
 	newCPU, dupCPU   map[string]time.Duration
+	// floorCPU (ingest only): the same requests' bytes sent as GET
+	// /healthz, answered by the same server through the same middleware
+	// without the webhook's work: what any request costs here.
+	floorTook time.Duration
+	floorCPU  map[string]time.Duration
 }
 
 // system is the CPU of the product's processes (the load generator's apart).
@@ -577,7 +586,7 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 	if err := f.ensure(0, n); err != nil {
 		return out, err
 	}
-	measure := func(wait func() error) (time.Duration, map[string]time.Duration, error) {
+	measure := func(send func() (time.Duration, error), wait func() error) (time.Duration, map[string]time.Duration, error) {
 		// MariaDB is shared with other clients on this machine: its CPU
 		// over a quiet second before the window is their share, taken off
 		// the window's at the same rate (ingest only, where MariaDB's part
@@ -590,7 +599,7 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 		}
 		th0, thOK := snapshotThreads(ctx, raw)
 		before, t0 := cpuSnapshot(procs...), time.Now()
-		took, err := sendN(f, host, conns, n)
+		took, err := send()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -620,7 +629,13 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 		}
 	}
 	var err error
-	if out.newTook, out.newCPU, err = measure(func() error { return settle(received) }); err != nil {
+	deliveries := func() (time.Duration, error) {
+		if err := f.ensure(0, n); err != nil { // re-signs what has aged
+			return 0, err
+		}
+		return sendN(f.at, host, conns, n)
+	}
+	if out.newTook, out.newCPU, err = measure(deliveries, func() error { return settle(received) }); err != nil {
 		return out, err
 	}
 	var profiling sync.WaitGroup
@@ -631,10 +646,21 @@ func dupCost(ctx context.Context, raw *sqlx.DB, tenantID string, f *feed, host s
 		}
 		profileAll(dir, profiled, 4*time.Second, &profiling)
 	}
-	if out.dupTook, out.dupCPU, err = measure(hold); err != nil {
+	if out.dupTook, out.dupCPU, err = measure(deliveries, hold); err != nil {
 		return out, err
 	}
 	profiling.Wait()
+	if ingestOnly {
+		floor := make([]*request, n)
+		for i := range floor {
+			floor[i] = f.at(i).asHealthz(f.path)
+		}
+		at := func(i int) *request { return floor[i] }
+		if out.floorTook, out.floorCPU, err = measure(func() (time.Duration, error) { return sendN(at, host, conns, n) },
+			func() error { return nil }); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }
 
@@ -658,6 +684,11 @@ func (r dupCostResult) print() {
 		fmt.Printf("    ingest only: CPU per duplicate / per new delivery: %.2f for server + MariaDB (%s / %s; target ≤ 0.40), %.2f for the server process alone\n",
 			float64(ing(r.dupCPU))/float64(max(ing(r.newCPU), 1)), ing(r.dupCPU).Round(time.Microsecond), ing(r.newCPU).Round(time.Microsecond),
 			float64(r.dupCPU["server"])/float64(max(r.newCPU["server"], 1)))
+		if r.floorCPU != nil {
+			fl := r.floorCPU["server"]
+			fmt.Printf("    the HTTP floor: the same %d requests' bytes as GET /healthz (%.0f req/s; same server, middleware and keep-alive connections, no webhook work): server %s per request, %.2f of a new delivery's server + MariaDB; a duplicate's server CPU above the floor %s\n",
+				r.n, float64(r.n)/r.floorTook.Seconds(), fl.Round(time.Microsecond), float64(fl)/float64(max(ing(r.newCPU), 1)), (r.dupCPU["server"] - fl).Round(time.Microsecond))
+		}
 		if _, ok := r.dupCPU["mariadb-conns"]; ok {
 			conn := func(m map[string]time.Duration) time.Duration { return m["server"] + m["mariadb-conns"] }
 			fmt.Printf("    ingest only, MariaDB as the threads of this database's connections (no background work; steadier on a shared server): MariaDB %s / %s, %.2f for server + MariaDB (%s / %s)\n",
@@ -670,12 +701,9 @@ func (r dupCostResult) print() {
 		float64(system(r.dupCPU))/float64(max(system(r.newCPU), 1)), float64(r.dupCPU["server"])/float64(max(r.newCPU["server"], 1)))
 }
 
-// sendN sends requests 0..n-1 of f from conns closed-loop senders and
+// sendN sends requests at(0)..at(n-1) from conns closed-loop senders and
 // returns how long that took.
-func sendN(f *feed, host string, conns, n int) (time.Duration, error) {
-	if err := f.ensure(0, n); err != nil {
-		return 0, err
-	}
+func sendN(at func(i int) *request, host string, conns, n int) (time.Duration, error) {
 	p, err := dialPool(host, conns, false, "")
 	if err != nil {
 		return 0, err
@@ -694,7 +722,7 @@ func sendN(f *feed, host string, conns, n int) (time.Duration, error) {
 				if i >= n {
 					return
 				}
-				if _, err := p.send(f.at(i)); err != nil {
+				if _, err := p.send(at(i)); err != nil {
 					mu.Lock()
 					first = cmp.Or(first, err)
 					mu.Unlock()

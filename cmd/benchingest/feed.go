@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"net/http"
@@ -123,4 +124,16 @@ func estimate(own, anyPhase float64, d time.Duration) int {
 		rate = 20000
 	}
 	return int(1.5*rate*d.Seconds()) + 1000
+}
+
+// asHealthz is r's bytes with the request line GET /healthz instead of
+// POST path: the same headers and body through the same server, answered
+// without the webhook's work (the HTTP floor of dupCost).
+func (r *request) asHealthz(path string) *request {
+	line := "POST " + path + " "
+	if !bytes.HasPrefix(r.wire, []byte(line)) {
+		panic("benchingest: a request line not from serialise")
+	}
+	wire := append([]byte("GET /healthz "), r.wire[len(line):]...)
+	return &request{n: r.n, h: r.h, body: r.body, wire: wire, signedAt: r.signedAt}
 }

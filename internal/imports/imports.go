@@ -397,18 +397,38 @@ func (s *Service) HandleRun(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
+// DraftTTL is how long an upload from the web UI waits for its mapping
+// to be confirmed (Start): the sweep fails a draft left longer and deletes
+// its file, which holds personal data nobody chose to import. The import's
+// row stays, failed with the reason, so the upload is not lost without a
+// record.
+const DraftTTL = 24 * time.Hour
+
+// draftExpired is the reason an expired draft fails with.
+const draftExpired = "not started within 24 hours of the upload; the file was deleted (upload it again to import it)"
+
 // HandleSweep is the TypeSweep task: queue every import still running
 // that has not moved for a minute (its task was lost, or Redis was down
-// when it was created). A run already queued keeps its TaskID.
+// when it was created; a run already queued keeps its TaskID), and fail
+// every draft older than DraftTTL.
 func (s *Service) HandleSweep(ctx context.Context, _ *asynq.Task) error {
-	before := s.now().Add(-time.Minute)
+	now := s.now()
 	return s.EachTenant(ctx, func(tenantID string) error {
-		idList, err := stalledImports(ctx, s.DB, tenantID, before)
+		idList, err := stalledImports(ctx, s.DB, tenantID, now.Add(-time.Minute))
 		if err != nil {
 			return err
 		}
 		for _, id := range idList {
 			s.enqueue(ctx, tenantID, id)
+		}
+		drafts, err := expiredDrafts(ctx, s.DB, tenantID, now.Add(-DraftTTL))
+		if err != nil {
+			return err
+		}
+		for _, id := range drafts {
+			if err := expireDraft(ctx, s.DB, tenantID, id, draftExpired, now.Add(-DraftTTL), now); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

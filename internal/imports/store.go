@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/db"
 )
 
@@ -118,6 +120,34 @@ func stalledImports(ctx context.Context, x db.Ext, tenantID string, before time.
 	err := x.SelectContext(ctx, &out, `SELECT id FROM imports WHERE tenant_id = ? AND state = 'running' AND updated_at < ? LIMIT 100`,
 		tenantID, before)
 	return out, err
+}
+
+// expiredDrafts lists a tenant's drafts not changed since before (one
+// range of ix_imports_state).
+func expiredDrafts(ctx context.Context, x db.Ext, tenantID string, before time.Time) ([]string, error) {
+	var out []string
+	err := x.SelectContext(ctx, &out, `SELECT id FROM imports WHERE tenant_id = ? AND state = 'draft' AND updated_at < ? LIMIT 100`,
+		tenantID, before)
+	return out, err
+}
+
+// expireDraft fails a draft still not changed since before and deletes
+// its file, in one transaction. A Start racing it is serialised by the
+// import's row lock: one that commits first leaves a running import,
+// which this UPDATE then does not match; one that comes after finds the
+// import failed and starts nothing.
+func expireDraft(ctx context.Context, d *sqlx.DB, tenantID, id, reason string, before, now time.Time) error {
+	return db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE imports SET state = 'failed', last_error = ?, updated_at = ?, finished_at = ?
+			WHERE tenant_id = ? AND id = ? AND state = 'draft' AND updated_at < ?`, reason, now, now, tenantID, id, before)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return deleteChunks(ctx, tx, tenantID, id)
+	})
 }
 
 // lockDraft reads an import and locks its row.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/idempotency"
+	"leadpipe/internal/imports"
 )
 
 type importJSON struct {
@@ -457,4 +459,70 @@ func getImport(t *testing.T, e *apptest.Env, token, id string) importJSON {
 	}
 	r.JSON(t, &im)
 	return im
+}
+
+// A draft from the web UI nobody started within imports.DraftTTL is failed
+// by the sweep with the reason, and its file (personal data) deleted; a
+// younger draft, in the same tenant or another, is left as it is, and
+// starting the expired one starts nothing.
+func TestImportSweepExpiresOldDrafts(t *testing.T) {
+	e := newImportEnv(t, "web_import_drafts", false)
+	a, b := e.Tenant("acme"), e.Tenant("bolt")
+	svc := e.App.Web.Imports
+	now := time.Now().UTC()
+	svc.Now = func() time.Time { return now }
+	draft := func(tenantID string) string {
+		t.Helper()
+		sp, err := imports.Spool(bytes.NewReader(peopleCSV(3)), 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		v, err := svc.Create(t.Context(), tenantID, imports.CreateInput{File: sp, Filename: "people.csv", Draft: true}, idempotency.Once[imports.View]{})
+		if err != nil || v.State != imports.StateDraft {
+			t.Fatalf("draft: %+v %v", v, err)
+		}
+		return v.ID
+	}
+	oldA, oldB := draft(a.ID), draft(b.ID)
+	now = now.Add(imports.DraftTTL + time.Minute)
+	youngA, youngB := draft(a.ID), draft(b.ID)
+	if err := svc.HandleSweep(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	chunks := func(tenantID, id string) int {
+		var n int
+		if err := e.App.DB.Get(&n, `SELECT COUNT(*) FROM import_chunks WHERE tenant_id = ? AND import_id = ?`, tenantID, id); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct{ tenant, token, id, state string }{
+		{a.ID, a.Token, oldA, "failed"}, {b.ID, b.Token, oldB, "failed"}, {a.ID, a.Token, youngA, "draft"}, {b.ID, b.Token, youngB, "draft"}} {
+		var got struct {
+			State     string  `json:"state"`
+			LastError *string `json:"last_error"`
+		}
+		r := e.Do("GET", "/api/v1/imports/"+c.id, c.token, nil)
+		if r.Status != 200 {
+			t.Fatalf("get import: %d %s", r.Status, r.Body)
+		}
+		r.JSON(t, &got)
+		if got.State != c.state {
+			t.Fatalf("import %s: state %q, want %q", c.id, got.State, c.state)
+		}
+		if n := chunks(c.tenant, c.id); (c.state == "failed") != (n == 0) {
+			t.Fatalf("import %s (%s) keeps %d pieces of its file", c.id, c.state, n)
+		}
+		if c.state == "failed" && (got.LastError == nil || !strings.Contains(*got.LastError, "not started within 24 hours")) {
+			t.Fatalf("expired draft's reason: %v", got.LastError)
+		}
+	}
+	v, err := svc.Start(t.Context(), a.ID, oldA, nil, "")
+	if err != nil || v.State != "failed" {
+		t.Fatalf("starting an expired draft: %+v %v", v, err)
+	}
+	if n := countSourceLeads(t, e, a.ID, v.SourceID); n != 0 {
+		t.Fatalf("an expired draft made %d leads", n)
+	}
 }
