@@ -284,52 +284,6 @@ type assignPlan struct {
 	// the rule's order; need[ri] how many positions its leads take.
 	active map[int][]string
 	need   map[int]int64
-	// pre[ri] is a reservation of need[ri] positions under way apart
-	// (prefetch), which take uses instead of reserving then.
-	pre map[int]*prefetched
-}
-
-// prefetched is a reservation taken apart in a goroutine: r, ok and err
-// as reserveApart returned them, once done is closed.
-type prefetched struct {
-	done chan struct{}
-	r    reservation
-	ok   bool
-	err  error
-}
-
-// prefetch starts the reservation apart of each round-robin rule that
-// has no reservation left by other batches (read on x, without a lock;
-// a rule with some takes them first, in take, as it always did), now,
-// on reserve, so that its round trip and commit run while the caller's
-// transaction does other work (the worker marks its deliveries
-// processed meanwhile); take waits for it and uses all of it. A
-// reservation the transaction does not use (it rolls back) is left for
-// a later batch like any other (leftReservations).
-func (p *assignPlan) prefetch(ctx context.Context, x db.Ext, reserve *sqlx.DB) error {
-	if p == nil || p.rule == nil || reserve == nil {
-		return nil
-	}
-	p.pre = make(map[int]*prefetched, len(p.need))
-	for ri, need := range p.need {
-		if need <= 0 {
-			continue
-		}
-		left, err := leftReservationIDs(ctx, x, p.tenantID, p.rules[ri].ID, p.now)
-		if err != nil {
-			return err
-		}
-		if len(left) > 0 {
-			continue
-		}
-		f := &prefetched{done: make(chan struct{})}
-		p.pre[ri] = f
-		go func(ruleID string) {
-			defer close(f.done)
-			f.r, f.ok, f.err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
-		}(p.rules[ri].ID)
-	}
-	return nil
 }
 
 // ErrRulesChanged means a round-robin rule the plan chose was replaced
@@ -453,12 +407,9 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 	positions := make(map[int][]int64, len(rrs))
 	for _, ri := range rrs {
 		ruleID, need := p.rules[ri].ID, p.need[ri]
-		var left []reservation
-		if p.pre[ri] == nil { // (prefetched only when none was left)
-			var err error
-			if left, err = leftReservations(ctx, x, p.tenantID, ruleID, p.now); err != nil {
-				return nil, err
-			}
+		left, err := leftReservations(ctx, x, p.tenantID, ruleID, p.now)
+		if err != nil {
+			return nil, err
 		}
 		for _, r := range left {
 			if need == 0 {
@@ -489,19 +440,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 			}
 			continue
 		}
-		var r reservation
-		var ok bool
-		var err error
-		if f := p.pre[ri]; f != nil {
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			r, ok, err = f.r, f.ok, f.err
-		} else {
-			r, ok, err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
-		}
+		r, ok, err := reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
 		if err != nil {
 			return nil, err
 		}

@@ -131,8 +131,9 @@ const reservationOrphanAge = 30 * time.Second
 // another batch took meanwhile is gone or changed (useReservation checks
 // n) when the lock is granted.
 func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]reservation, error) {
-	ids, err := leftReservationIDs(ctx, x, tenantID, ruleID, now)
-	if err != nil || len(ids) == 0 {
+	var ids []string
+	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
+		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	var out []reservation
@@ -145,15 +146,6 @@ func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, no
 		out = append(out, rs...)
 	}
 	return out, nil
-}
-
-// leftReservationIDs is leftReservations' first, unlocked read: the ids
-// of up to 16 reservations of the rule older than reservationOrphanAge.
-func leftReservationIDs(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]string, error) {
-	var ids []string
-	err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
-		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge))
-	return ids, err
 }
 
 // useReservation records that k positions of a locked reservation were
