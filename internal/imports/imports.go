@@ -426,7 +426,7 @@ func (s *Service) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 			return err
 		}
 		for _, id := range drafts {
-			if err := expireDraft(ctx, s.DB, tenantID, id, draftExpired, now.Add(-DraftTTL), now); err != nil {
+			if err := failImport(ctx, s.DB, tenantID, id, StateDraft, draftExpired, now); err != nil {
 				return err
 			}
 		}
@@ -436,7 +436,7 @@ func (s *Service) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 
 // Failed marks an import failed for good (its task ran out of retries).
 func (s *Service) Failed(ctx context.Context, tenantID, id, reason string) error {
-	return failImport(ctx, s.DB, tenantID, id, clipRunes(reason, 1000), s.now())
+	return failImport(ctx, s.DB, tenantID, id, StateRunning, clipRunes(reason, 1000), s.now())
 }
 
 // HandleFailure is the TypeRun failure hook: on the last attempt the

@@ -85,13 +85,24 @@ func deleteChunks(ctx context.Context, x db.Ext, tenantID, id string) error {
 	return err
 }
 
-func failImport(ctx context.Context, x db.Ext, tenantID, id, reason string, now time.Time) error {
-	_, err := x.ExecContext(ctx, `UPDATE imports SET state = 'failed', last_error = ?, updated_at = ?, finished_at = ?
-		WHERE tenant_id = ? AND id = ? AND state = 'running'`, reason, now, now, tenantID, id)
-	if err != nil {
-		return err
-	}
-	return deleteChunks(ctx, x, tenantID, id)
+// failImport fails an import still in state from (running, or a draft
+// the sweep expires) and deletes its file, in one transaction; one that
+// has left that state meanwhile is left as it is. A Start racing a
+// draft's expiry is serialised by the import's row lock: one that
+// commits first leaves a running import, which this UPDATE then does not
+// match; one that comes after finds the import failed and starts nothing.
+func failImport(ctx context.Context, d *sqlx.DB, tenantID, id, from, reason string, now time.Time) error {
+	return db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE imports SET state = 'failed', last_error = ?, updated_at = ?, finished_at = ?
+			WHERE tenant_id = ? AND id = ? AND state = ?`, reason, now, now, tenantID, id, from)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return deleteChunks(ctx, tx, tenantID, id)
+	})
 }
 
 func insertErrors(ctx context.Context, x db.Ext, tenantID, importID string, rows []ErrorRow) error {
@@ -129,25 +140,6 @@ func expiredDrafts(ctx context.Context, x db.Ext, tenantID string, before time.T
 	err := x.SelectContext(ctx, &out, `SELECT id FROM imports WHERE tenant_id = ? AND state = 'draft' AND updated_at < ? LIMIT 100`,
 		tenantID, before)
 	return out, err
-}
-
-// expireDraft fails a draft still not changed since before and deletes
-// its file, in one transaction. A Start racing it is serialised by the
-// import's row lock: one that commits first leaves a running import,
-// which this UPDATE then does not match; one that comes after finds the
-// import failed and starts nothing.
-func expireDraft(ctx context.Context, d *sqlx.DB, tenantID, id, reason string, before, now time.Time) error {
-	return db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE imports SET state = 'failed', last_error = ?, updated_at = ?, finished_at = ?
-			WHERE tenant_id = ? AND id = ? AND state = 'draft' AND updated_at < ?`, reason, now, now, tenantID, id, before)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		return deleteChunks(ctx, tx, tenantID, id)
-	})
 }
 
 // lockDraft reads an import and locks its row.
