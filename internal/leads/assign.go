@@ -291,9 +291,9 @@ type assignPlan struct {
 // rules.
 var ErrRulesChanged = fmt.Errorf("leads: the assignment rules changed meanwhile: %w", db.ErrRetryTx)
 
-// planAssign reads the tenant's rules (one indexed read; nothing more when
-// it has none), the users they name and the first-response time, and
-// decides which rule assigns each lead: the first that matches and has
+// planAssign reads the tenant's rules with the first-response time and
+// whether reservations were left (planRules: one indexed read; nothing
+// more when it has none) and the users they name, and decides which rule assigns each lead: the first that matches and has
 // somebody active (a disabled member is skipped; a rule with nobody active
 // left does not match). Leads tagged test are never assigned. Nothing is
 // locked: the round-robin positions are taken by take.
@@ -302,7 +302,7 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 	if len(ls) == 0 {
 		return p, nil
 	}
-	rules, err := assignmentRules(ctx, x, tenantID)
+	rules, err := planRules(ctx, x, tenantID, now)
 	if err != nil || len(rules) == 0 {
 		return p, err
 	}
@@ -372,9 +372,7 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 		}
 	}
 	if some {
-		if p.minutes, err = firstResponseMinutes(ctx, x, tenantID); err != nil {
-			return nil, err
-		}
+		p.minutes = rules[0].minutes
 	}
 	return p, nil
 }
@@ -386,8 +384,9 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 // the rows in one order.
 //
 // Positions come first from reservations that batches left unused (rolled
-// back or died, at least reservationOrphanAge ago: locked in the caller's
-// transaction, deleted or shortened there). Then, with reserve nil, the rest is reserved in the caller's
+// back or died, at least reservationOrphanAge ago: looked for only when
+// planRules saw one, then locked in the caller's transaction, deleted or
+// shortened there). Then, with reserve nil, the rest is reserved in the caller's
 // transaction with one statement, and the position row stays locked to
 // the commit: concurrent creating transactions of the rule wait for each
 // other from there, so the caller runs take as late as it can. With
@@ -407,9 +406,12 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 	positions := make(map[int][]int64, len(rrs))
 	for _, ri := range rrs {
 		ruleID, need := p.rules[ri].ID, p.need[ri]
-		left, err := leftReservations(ctx, x, p.tenantID, ruleID, p.now)
-		if err != nil {
-			return nil, err
+		var left []reservation
+		if p.rules[ri].leftOver {
+			var err error
+			if left, err = leftReservations(ctx, x, p.tenantID, ruleID, p.now); err != nil {
+				return nil, err
+			}
 		}
 		for _, r := range left {
 			if need == 0 {

@@ -24,30 +24,62 @@ type ruleRow struct {
 	ID       string
 	Position int
 	AssignmentRule
+	// Read for the creating transactions only (planRules): the tenant's
+	// first-response time, and whether batches left reservations of the
+	// rule (older than reservationOrphanAge) for take to hand out first.
+	minutes  int
+	leftOver bool
+}
+
+// ruleCols are an assignment rule's columns, as scanned by rulesFrom.
+type ruleCols struct {
+	ID       string  `db:"id"`
+	Position int     `db:"position"`
+	Name     string  `db:"name"`
+	SourceID *string `db:"source_id"`
+	Field    *string `db:"field"`
+	Equals   *string `db:"equals"`
+	Strategy string  `db:"strategy"`
+	Members  *string `db:"members"`
+	OwnerID  *string `db:"owner_id"`
+	Minutes  int     `db:"minutes"`
+	LeftOver bool    `db:"left_over"`
 }
 
 // assignmentRules reads the tenant's rules in order (one range of the
 // primary key's tenant prefix: a tenant has a few).
 func assignmentRules(ctx context.Context, x db.Ext, tenantID string) ([]ruleRow, error) {
-	var rows []struct {
-		ID       string  `db:"id"`
-		Position int     `db:"position"`
-		Name     string  `db:"name"`
-		SourceID *string `db:"source_id"`
-		Field    *string `db:"field"`
-		Equals   *string `db:"equals"`
-		Strategy string  `db:"strategy"`
-		Members  *string `db:"members"`
-		OwnerID  *string `db:"owner_id"`
-	}
+	var rows []ruleCols
 	if err := x.SelectContext(ctx, &rows, `SELECT id, position, name, source_id, field, equals, strategy, members, owner_id
 		FROM assignment_rules WHERE tenant_id = ? ORDER BY position`, tenantID); err != nil {
 		return nil, err
 	}
+	return rulesFrom(rows)
+}
+
+// planRules is assignmentRules for a transaction that creates leads
+// (planAssign), in the same one statement (its every batch runs it): with
+// each rule the tenant's first-response time and whether reservations of
+// the rule were left older than reservationOrphanAge at now (read without
+// a lock: one left later is handed out by a later batch).
+func planRules(ctx context.Context, x db.Ext, tenantID string, now time.Time) ([]ruleRow, error) {
+	var rows []ruleCols
+	if err := x.SelectContext(ctx, &rows, `SELECT r.id, r.position, r.name, r.source_id, r.field, r.equals, r.strategy, r.members, r.owner_id,
+			IFNULL(s.first_response_minutes, ?) AS minutes,
+			EXISTS (SELECT 1 FROM assignment_reservations v WHERE v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.created_at < ?) AS left_over
+		FROM assignment_rules r LEFT JOIN assignment_settings s ON s.tenant_id = r.tenant_id
+		WHERE r.tenant_id = ? ORDER BY r.position`, DefaultFirstResponseMinutes, now.Add(-reservationOrphanAge), tenantID); err != nil {
+		return nil, err
+	}
+	return rulesFrom(rows)
+}
+
+func rulesFrom(rows []ruleCols) ([]ruleRow, error) {
 	out := make([]ruleRow, len(rows))
 	for i, r := range rows {
 		out[i] = ruleRow{ID: r.ID, Position: r.Position, AssignmentRule: AssignmentRule{Name: r.Name,
-			When: RuleCondition{SourceID: r.SourceID, Field: r.Field, Equals: r.Equals}, Strategy: r.Strategy, OwnerID: r.OwnerID}}
+			When: RuleCondition{SourceID: r.SourceID, Field: r.Field, Equals: r.Equals}, Strategy: r.Strategy, OwnerID: r.OwnerID},
+			minutes: r.Minutes, leftOver: r.LeftOver}
 		if r.Members != nil {
 			if err := json.Unmarshal([]byte(*r.Members), &out[i].Members); err != nil {
 				return nil, fmt.Errorf("assignment rule %s: members: %w", r.ID, err)
