@@ -166,7 +166,7 @@ func (s *Server) sourceChartRange(ctx context.Context, tenantID, sourceID string
 			if to.After(now.Truncate(step).Add(step)) {
 				to = now.Truncate(step).Add(step)
 			}
-			return sourceChart{rng: "alert", from: from, to: to, step: step, alert: &a, words: "the alert of " + a.FiredAt.Format("Jan 02 15:04 MST")}
+			return sourceChart{rng: "alert", from: from, to: to, step: step, alert: &a, words: "the alert of " + components.ExactTime(readerZone(ctx), a.FiredAt)}
 		}
 	}
 	rng := q.Get("range")

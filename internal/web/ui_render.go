@@ -18,16 +18,22 @@ import (
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// readerZone is ctx with the signed-in user's own time zone for the
+// views (components.Zone); without a session, as it is (UTC).
+func readerZone(ctx context.Context) context.Context {
+	if sess := sessionFrom(ctx); sess != nil {
+		return components.WithZone(ctx, sess.User.Location())
+	}
+	return ctx
+}
+
 // render writes a page. It renders into a buffer first, so a template error
 // becomes a clean error page instead of half a document.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	ctx := r.Context()
-	if sess := sessionFrom(ctx); sess != nil {
-		ctx = components.WithZone(ctx, sess.User.Location()) // every time in the reader's own zone
-	}
+	ctx := readerZone(r.Context()) // every time in the reader's own zone
 	if err := c.Render(ctx, buf); err != nil {
 		if r.Context().Err() != nil {
 			return // the browser went away

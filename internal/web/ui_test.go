@@ -684,4 +684,19 @@ func TestUIEndpointDisabledAlert(t *testing.T) {
 	if p := b.get(href); p.status != http.StatusOK {
 		t.Fatalf("the endpoint page: %d", p.status)
 	}
+	// The fire time is in the reader's own zone (PRODUCT §10).
+	open, _, err := e.App.Web.Monitor.Alerts(ctx, a.ID, "open", "", 10)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open alerts: %v %v", open, err)
+	}
+	if when := p.testid("alert-when").Text(); !strings.Contains(when, open[0].FiredAt.UTC().Format("Jan 02, 15:04 MST")) {
+		t.Fatalf("in UTC, the alert says %q", when)
+	}
+	if err := e.App.Tenants.SetTimeZone(ctx, a.ID, a.Admin.ID, "America/New_York"); err != nil {
+		t.Fatal(err)
+	}
+	ny, _ := time.LoadLocation("America/New_York")
+	if when := b.get("/alerts").testid("alert-when").Text(); !strings.Contains(when, open[0].FiredAt.In(ny).Format("Jan 02, 15:04 MST")) {
+		t.Fatalf("in New York, the alert says %q (fired %s)", when, open[0].FiredAt)
+	}
 }

@@ -196,6 +196,19 @@ func TestRelTimeAt(t *testing.T) {
 			t.Fatalf("got datetime=%q title=%q text=%q", el.AttrOr("datetime", ""), el.AttrOr("title", ""), el.Text())
 		}
 	})
+	t.Run("the exact time in the reader's zone", func(t *testing.T) {
+		ny, err := time.LoadLocation("America/New_York")
+		if err != nil {
+			t.Skip(err)
+		}
+		ts := time.Date(2026, 1, 15, 14, 5, 0, 0, time.UTC)
+		if got := ExactTime(WithZone(context.Background(), ny), ts); got != "Jan 15, 09:05 EST" {
+			t.Fatalf("in New York: %q", got)
+		}
+		if got := ExactTime(context.Background(), ts); got != "Jan 15, 14:05 UTC" {
+			t.Fatalf("without a zone: %q", got)
+		}
+	})
 	t.Run("zero time", func(t *testing.T) {
 		doc, _ := render(t, RelTimeAt(time.Time{}, now))
 		if doc.Find("time").Length() != 0 || doc.Find(`[data-testid="reltime-none"]`).Length() != 1 {

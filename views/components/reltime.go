@@ -69,7 +69,8 @@ func relText(t, now time.Time) string {
 	return s + " ago"
 }
 
-// ExactTime is an absolute time for people: "Mar 02, 14:05 UTC".
-func ExactTime(t time.Time) string {
-	return t.UTC().Format("Jan 02, 15:04 MST")
+// ExactTime is an absolute time for people, in the reader's zone:
+// "Mar 02, 09:05 EST".
+func ExactTime(ctx context.Context, t time.Time) string {
+	return t.In(Zone(ctx)).Format("Jan 02, 15:04 MST")
 }

@@ -387,9 +387,9 @@ func mappingPreview(m Mapping) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var12 string
-					templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(p.EventTime.UTC().Format("2006-01-02 15:04:05 UTC"))
+					templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(p.EventTime.In(components.Zone(ctx)).Format("2006-01-02 15:04:05 MST"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/sources/mapping.templ`, Line: 181, Col: 121}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/sources/mapping.templ`, Line: 181, Col: 140}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 					if templ_7745c5c3_Err != nil {
