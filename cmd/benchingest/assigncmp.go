@@ -166,3 +166,129 @@ func loadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// runAssignTogether is -assign-compare with -together: each pair's two
+// drains run at the same time, each tenant's backlog queued in a Redis
+// database of its own and drained by a worker of its own (a and b: two
+// apps on the one MariaDB database), so both meet the same machine. On
+// this shared 2-core machine the speed moves by a third from one drain to
+// the next, which sequential pairs cannot tell apart from the rule's cost.
+// What a pair reports: each tenant's leads made from its first processed
+// delivery to the moment the first of the two drains ended, per second,
+// and their ratio; which worker drains which tenant alternates pair by
+// pair. Caveat: a drain that waits (for a commit, a lock) leaves the CPU
+// to the other meanwhile, which a drain alone would not get back.
+func runAssignTogether(ctx context.Context, a, b *app.App, raw *sqlx.DB, n, pairs, conc int, owner bool) error {
+	kind := "round-robin rule among 3 users"
+	if owner {
+		kind = "fixed-owner rule"
+	}
+	fmt.Printf("assignment cost, drains side by side: %d pairs of two %d-delivery drains at once (worker concurrency %d each), without rules and with one %s\n", pairs, n, conc, kind)
+	var sumNone, sumRule float64
+	var ratios []float64
+	for i := 0; i < pairs; i++ {
+		// apps[0] drains the tenant without rules on even pairs.
+		apps := []*app.App{a, b}
+		if i%2 == 1 {
+			apps = []*app.App{b, a}
+		}
+		type side struct {
+			tenantID string
+			dr       drain
+		}
+		var sides [2]side
+		for k, withRule := range []bool{false, true} {
+			slug := fmt.Sprintf("tog-%d-%d", i, k)
+			p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: slug, Name: slug, AdminEmail: "admin@" + slug + ".test", AdminPassword: "bench-password-1"})
+			if err != nil {
+				return err
+			}
+			src, _, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
+			if err != nil {
+				return err
+			}
+			if withRule {
+				var members []string
+				for _, m := range []string{"ada", "bob", "cy"} {
+					u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: m + "@" + slug + ".test", Name: m, Role: "staff", Password: "bench-password-1"})
+					if err != nil {
+						return err
+					}
+					members = append(members, u.ID)
+				}
+				rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
+				if owner {
+					rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
+				}
+				if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
+					return err
+				}
+			}
+			sides[k] = side{tenantID: p.Tenant.ID, dr: drain{raw: raw, queue: apps[k].Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: n}}
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			bodies := make([][]byte, n)
+			for j := range bodies {
+				bodies[j] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", j), fmt.Sprintf("lead_%d", j),
+					kinds.Lead{Email: fmt.Sprintf("d%d@example.com", j), Name: fmt.Sprintf("Drain Lead %d", j), Company: "Bench"}, now)
+			}
+			if err := sides[k].dr.store(ctx, bodies, now); err != nil {
+				return err
+			}
+		}
+		settleMariaDB(ctx, raw, time.Minute)
+		load := loadAvg()
+		wctx, cancel := context.WithCancel(ctx)
+		var done [2]chan struct{}
+		for k := range sides {
+			done[k] = make(chan struct{})
+			go func() { defer close(done[k]); _ = apps[k].RunWorker(wctx, conc) }()
+		}
+		var werr error
+		for k := range sides {
+			if err := waitProcessed(ctx, raw, sides[k].tenantID, 10*time.Minute); err != nil && werr == nil {
+				werr = err
+			}
+		}
+		cancel()
+		<-done[0]
+		<-done[1]
+		if werr != nil {
+			return werr
+		}
+		var first, last [2]time.Time
+		for k := range sides {
+			if err := raw.QueryRowContext(ctx, `SELECT MIN(processed_at), MAX(processed_at) FROM deliveries WHERE tenant_id = ?`, sides[k].tenantID).Scan(&first[k], &last[k]); err != nil {
+				return err
+			}
+		}
+		end := last[0]
+		if last[1].Before(end) {
+			end = last[1]
+		}
+		var rate [2]float64
+		var made [2]int
+		for k := range sides {
+			if err := raw.GetContext(ctx, &made[k], `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND processed_at <= ?`, sides[k].tenantID, end); err != nil {
+				return err
+			}
+			rate[k] = float64(made[k]) / max(end.Sub(first[k]), time.Millisecond).Seconds()
+		}
+		var unassigned int
+		if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, sides[1].tenantID); err != nil {
+			return err
+		}
+		if unassigned > 0 {
+			return fmt.Errorf("%d leads left unassigned by the rule", unassigned)
+		}
+		ratio := rate[1] / rate[0]
+		ratios = append(ratios, ratio)
+		sumNone += rate[0]
+		sumRule += rate[1]
+		fmt.Printf("pair %d (load %s): both running %s; no rules %d leads, %.0f leads/s (all in %s); rule %d leads, %.0f leads/s (all in %s); rule/none %.2f\n",
+			i+1, load, end.Sub(first[0]).Round(time.Millisecond), made[0], rate[0], last[0].Sub(first[0]).Round(time.Millisecond),
+			made[1], rate[1], last[1].Sub(first[1]).Round(time.Millisecond), ratio)
+	}
+	sort.Float64s(ratios)
+	fmt.Printf("rule/none side by side: summed rates %.2f, median pair %.2f (target ≥ 0.90)\n", sumRule/sumNone, ratios[len(ratios)/2])
+	return nil
+}

@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,7 @@ func run() error {
 	assignRR := flag.Bool("assign", false, "with -drain: the tenant has one round-robin assignment rule among 3 users (compare with a run without)")
 	assignOwner := flag.Bool("assign-owner", false, "with -drain -assign: a fixed-owner rule instead (no round-robin position to lock)")
 	assignCmp := flag.Int("assign-compare", 0, "with -drain: instead, this many pairs of drains in one run, each of a fresh tenant, without rules and with one round-robin rule (with -assign-owner: a fixed owner), alternating which goes first; prints each pair's ratio (see assigncmp.go)")
+	together := flag.Bool("together", false, "with -drain -assign-compare: each pair's two drains run at the same time, each tenant drained by a worker of its own from a Redis database of its own (-redis-db and the next one; see runAssignTogether)")
 	assignInTx := flag.Bool("assign-intx", false, "with -drain: the worker's batches take round-robin positions in their own transaction (locked to the commit) instead of reserving them apart")
 	workerConc := flag.Int("worker-concurrency", 64, "with -drain and -e2e: the worker's concurrency")
 	e2e := flag.Bool("e2e", false, "instead: end to end, with cmd/server and cmd/worker built and run as separate processes (see e2e.go)")
@@ -185,6 +187,28 @@ func run() error {
 	}
 
 	a.Processor.AssignInTx = *assignInTx
+	if *drainN > 0 && *assignCmp > 0 && *together {
+		cancel()
+		// The second app: the same database, the next Redis database.
+		env2 := maps.Clone(env)
+		env2["LEADPIPE_REDIS_DB"] = fmt.Sprint(*redisDB + 1)
+		rc := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB + 1})
+		if err := rc.FlushDB(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		rc.Close()
+		c2, err := config.Load(func(k string) string { return env2[k] })
+		if err != nil {
+			return err
+		}
+		b, err := app.Open(ctx, c2, log)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		b.Processor.AssignInTx = *assignInTx
+		return runAssignTogether(ctx, a, b, raw, *drainN, *assignCmp, *workerConc, *assignOwner)
+	}
 	if *drainN > 0 && *assignCmp > 0 {
 		cancel()
 		return runAssignCompare(ctx, a, raw, *drainN, *assignCmp, *conns, *workerConc, *assignOwner)
