@@ -37,36 +37,15 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 	drainOnce := func(withRule bool) (drainResult, error) {
 		seq++
 		slug := fmt.Sprintf("cmp-%d", seq)
-		p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: slug, Name: slug, AdminEmail: "admin@" + slug + ".test", AdminPassword: "bench-password-1"})
+		tenantID, sourceID, err := cmpTenant(ctx, a, slug, withRule, owner)
 		if err != nil {
 			return drainResult{}, err
-		}
-		src, _, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
-		if err != nil {
-			return drainResult{}, err
-		}
-		if withRule {
-			var members []string
-			for _, m := range []string{"ada", "bob", "cy"} {
-				u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: m + "@" + slug + ".test", Name: m, Role: "staff", Password: "bench-password-1"})
-				if err != nil {
-					return drainResult{}, err
-				}
-				members = append(members, u.ID)
-			}
-			rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
-			if owner {
-				rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
-			}
-			if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
-				return drainResult{}, err
-			}
 		}
 		var stop func()
 		// Each drain starts after InnoDB wrote back the last one's redo
 		// (settleMariaDB): otherwise the second of a pair shares the CPU
 		// with the first one's page flushing.
-		dr := drain{raw: raw, queue: a.Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: n, conns: conns, noBase: true,
+		dr := drain{raw: raw, queue: a.Queue, tenantID: tenantID, sourceID: sourceID, n: n, conns: conns, noBase: true,
 			settle: func() { settleMariaDB(ctx, raw, time.Minute) },
 			startWorker: func() error {
 				wctx, cancel := context.WithCancel(ctx)
@@ -87,7 +66,7 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 		}
 		if withRule {
 			var unassigned int
-			if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, p.Tenant.ID); err != nil {
+			if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, tenantID); err != nil {
 				return res, err
 			}
 			if unassigned > 0 {
@@ -130,6 +109,33 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 	sort.Float64s(ratios)
 	fmt.Printf("rule/none: summed rates %.2f, median pair %.2f (target ≥ 0.90)\n", sumRule/sumNone, ratios[len(ratios)/2])
 	return nil
+}
+
+// cmpTenant provisions a tenant with one source for a compared drain, with
+// one round-robin rule among 3 users (or a fixed owner) when withRule.
+func cmpTenant(ctx context.Context, a *app.App, slug string, withRule, owner bool) (tenantID, sourceID string, err error) {
+	p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: slug, Name: slug, AdminEmail: "admin@" + slug + ".test", AdminPassword: "bench-password-1"})
+	if err != nil {
+		return "", "", err
+	}
+	src, _, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
+	if err != nil || !withRule {
+		return p.Tenant.ID, src.ID, err
+	}
+	var members []string
+	for _, m := range []string{"ada", "bob", "cy"} {
+		u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: m + "@" + slug + ".test", Name: m, Role: "staff", Password: "bench-password-1"})
+		if err != nil {
+			return "", "", err
+		}
+		members = append(members, u.ID)
+	}
+	rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
+	if owner {
+		rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
+	}
+	_, err = a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}})
+	return p.Tenant.ID, src.ID, err
 }
 
 // rowLocks reads MariaDB's server-wide Innodb_row_lock_time (ms) and
@@ -199,32 +205,11 @@ func runAssignTogether(ctx context.Context, a, b *app.App, raw *sqlx.DB, n, pair
 		var sides [2]side
 		for k, withRule := range []bool{false, true} {
 			slug := fmt.Sprintf("tog-%d-%d", i, k)
-			p, err := a.Tenants.Provision(ctx, tenants.ProvisionInput{Slug: slug, Name: slug, AdminEmail: "admin@" + slug + ".test", AdminPassword: "bench-password-1"})
+			tenantID, sourceID, err := cmpTenant(ctx, a, slug, withRule, owner)
 			if err != nil {
 				return err
 			}
-			src, _, err := a.Sources.Create(ctx, p.Tenant.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
-			if err != nil {
-				return err
-			}
-			if withRule {
-				var members []string
-				for _, m := range []string{"ada", "bob", "cy"} {
-					u, err := a.Tenants.CreateUser(ctx, p.Tenant.ID, tenants.CreateUserInput{Email: m + "@" + slug + ".test", Name: m, Role: "staff", Password: "bench-password-1"})
-					if err != nil {
-						return err
-					}
-					members = append(members, u.ID)
-				}
-				rule := leads.AssignmentRule{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: members}
-				if owner {
-					rule = leads.AssignmentRule{Name: "Ada", Strategy: leads.StrategyOwner, OwnerID: &members[0]}
-				}
-				if _, err := a.Web.Leads.PutAssignment(ctx, p.Tenant.ID, leads.Assignment{Rules: []leads.AssignmentRule{rule}}); err != nil {
-					return err
-				}
-			}
-			sides[k] = side{tenantID: p.Tenant.ID, dr: drain{raw: raw, queue: apps[k].Queue, tenantID: p.Tenant.ID, sourceID: src.ID, n: n}}
+			sides[k] = side{tenantID: tenantID, dr: drain{raw: raw, queue: apps[k].Queue, tenantID: tenantID, sourceID: sourceID, n: n}}
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			bodies := make([][]byte, n)
 			for j := range bodies {
