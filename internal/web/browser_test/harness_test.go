@@ -150,6 +150,15 @@ func (tb *tab) text(sel string) string {
 	return strings.TrimSpace(run(tb, chromedp.TextContent(chromedp.CSS(sel), chromedp.NodeReady)))
 }
 
+// liveText is the text of the first element matching sel, read in one
+// script (empty when there is none): for polling a part htmx swaps, where
+// text's node lookup and read can straddle a swap ("No node with given
+// id found").
+func (tb *tab) liveText(sel string) string {
+	tb.t.Helper()
+	return strings.TrimSpace(run(tb, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q)?.textContent ?? "")`, sel))))
+}
+
 func (tb *tab) location() string {
 	tb.t.Helper()
 	return run(tb, chromedp.Location())

@@ -103,9 +103,9 @@ func TestBrowserMappingEditor(t *testing.T) {
 	tb.do(chromedp.SendKeys(chromedp.CSS(`input[name=event_time_path]`), "$.event.created_at"))
 	sent := sentAt.UTC().Format("2006-01-02 15:04")
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(tb.text(`[data-testid="preview-event-time"]`), sent) {
+	for !strings.Contains(tb.liveText(`[data-testid="preview-event-time"]`), sent) {
 		if time.Now().After(deadline) {
-			t.Fatalf("preview does not show the event time %s: %s", sent, tb.text(`[data-testid="mapping-preview"]`))
+			t.Fatalf("preview does not show the event time %s: %s", sent, tb.liveText(`[data-testid="mapping-preview"]`))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
