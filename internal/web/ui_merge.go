@@ -117,13 +117,14 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 		}
 		v.Others = append(v.Others, dir.leadView(ol))
 	}
+	zctx := readerZone(ctx) // a follow-up time in the reader's own zone
 	for _, f := range leads.MergeFields {
 		mf := leadviews.MergeField{Name: f, Label: mergeFieldLabels[f], Pick: sv.ID}
 		if p := picks[f]; p != "" {
 			mf.Pick = p
 		}
 		for _, l := range v.Leads() {
-			mf.Values = append(mf.Values, mergeValue(ctx, l, f))
+			mf.Values = append(mf.Values, mergeValue(zctx, l, f))
 		}
 		// An empty survivor value with one to take: take it by default.
 		if picks == nil && mf.Values[0] == "" {

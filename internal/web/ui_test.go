@@ -700,3 +700,38 @@ func TestUIEndpointDisabledAlert(t *testing.T) {
 		t.Fatalf("in New York, the alert says %q (fired %s)", when, open[0].FiredAt)
 	}
 }
+
+// The merge picker shows a follow-up due time in the reader's own zone
+// (PRODUCT §10), as the lead page does.
+func TestUIMergePickerDueInReadersZone(t *testing.T) {
+	e := uiEnv(t, "ui_merge_zone")
+	a := e.Tenant("acme")
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"Ada One", "Ada Two"} {
+		res := e.Do("POST", "/api/v1/leads", a.Token, map[string]any{"name": name, "email": "ada@example.com"}, "Idempotency-Key", "zone-"+name)
+		if res.Status != 201 {
+			t.Fatalf("create lead: %d %s", res.Status, res.Body)
+		}
+		var l struct{ ID string }
+		res.JSON(t, &l)
+		ids = append(ids, l.ID)
+	}
+	due := time.Date(2026, 1, 15, 14, 30, 0, 0, time.UTC) // 09:30 in New York (EST)
+	if res := e.Do("PATCH", "/api/v1/leads/"+ids[1], a.Token, map[string]any{"due_at": due.Format(time.RFC3339)}, "If-Match", "*",
+		"Content-Type", "application/merge-patch+json"); res.Status != 200 {
+		t.Fatalf("patch due: %d %s", res.Status, res.Body)
+	}
+	if err := e.App.Tenants.SetTimeZone(ctx, a.ID, a.Admin.ID, "America/New_York"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e)
+	b.login(a.Admin.Email, a.AdminPassword)
+	p := b.get("/leads/" + ids[0] + "/merge?with=" + ids[1])
+	if p.status != http.StatusOK {
+		t.Fatalf("merge page: %d", p.status)
+	}
+	if got := strings.Join(strings.Fields(p.testid("pick-due_at").Text()), " "); !strings.Contains(got, "15 Jan 2026 09:30") {
+		t.Fatalf("the due time in New York: %q", got)
+	}
+}
