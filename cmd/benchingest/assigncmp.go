@@ -65,13 +65,7 @@ func runAssignCompare(ctx context.Context, a *app.App, raw *sqlx.DB, n, pairs, c
 			return res, err
 		}
 		if withRule {
-			var unassigned int
-			if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, tenantID); err != nil {
-				return res, err
-			}
-			if unassigned > 0 {
-				return res, fmt.Errorf("%d leads left unassigned by the rule", unassigned)
-			}
+			return res, allAssigned(ctx, raw, tenantID)
 		}
 		return res, nil
 	}
@@ -138,6 +132,19 @@ func cmpTenant(ctx context.Context, a *app.App, slug string, withRule, owner boo
 	return p.Tenant.ID, src.ID, err
 }
 
+// allAssigned fails when the rule left some of the tenant's leads without
+// an owner.
+func allAssigned(ctx context.Context, raw *sqlx.DB, tenantID string) error {
+	var unassigned int
+	if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, tenantID); err != nil {
+		return err
+	}
+	if unassigned > 0 {
+		return fmt.Errorf("%d leads left unassigned by the rule", unassigned)
+	}
+	return nil
+}
+
 // rowLocks reads MariaDB's server-wide Innodb_row_lock_time (ms) and
 // Innodb_row_lock_waits.
 func rowLocks(ctx context.Context, raw *sqlx.DB) (ms, waits int64) {
@@ -198,25 +205,15 @@ func runAssignTogether(ctx context.Context, a, b *app.App, raw *sqlx.DB, n, pair
 		if i%2 == 1 {
 			apps = []*app.App{b, a}
 		}
-		type side struct {
-			tenantID string
-			dr       drain
-		}
-		var sides [2]side
+		var sides [2]drain
 		for k, withRule := range []bool{false, true} {
-			slug := fmt.Sprintf("tog-%d-%d", i, k)
-			tenantID, sourceID, err := cmpTenant(ctx, a, slug, withRule, owner)
+			tenantID, sourceID, err := cmpTenant(ctx, a, fmt.Sprintf("tog-%d-%d", i, k), withRule, owner)
 			if err != nil {
 				return err
 			}
-			sides[k] = side{tenantID: tenantID, dr: drain{raw: raw, queue: apps[k].Queue, tenantID: tenantID, sourceID: sourceID, n: n}}
+			sides[k] = drain{raw: raw, queue: apps[k].Queue, tenantID: tenantID, sourceID: sourceID, n: n}
 			now := time.Now().UTC().Truncate(time.Microsecond)
-			bodies := make([][]byte, n)
-			for j := range bodies {
-				bodies[j] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", j), fmt.Sprintf("lead_%d", j),
-					kinds.Lead{Email: fmt.Sprintf("d%d@example.com", j), Name: fmt.Sprintf("Drain Lead %d", j), Company: "Bench"}, now)
-			}
-			if err := sides[k].dr.store(ctx, bodies, now); err != nil {
+			if err := sides[k].store(ctx, drainBodies(n, now), now); err != nil {
 				return err
 			}
 		}
@@ -258,12 +255,8 @@ func runAssignTogether(ctx context.Context, a, b *app.App, raw *sqlx.DB, n, pair
 			}
 			rate[k] = float64(made[k]) / max(end.Sub(first[k]), time.Millisecond).Seconds()
 		}
-		var unassigned int
-		if err := raw.GetContext(ctx, &unassigned, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND owner_id IS NULL`, sides[1].tenantID); err != nil {
+		if err := allAssigned(ctx, raw, sides[1].tenantID); err != nil {
 			return err
-		}
-		if unassigned > 0 {
-			return fmt.Errorf("%d leads left unassigned by the rule", unassigned)
 		}
 		ratio := rate[1] / rate[0]
 		ratios = append(ratios, ratio)

@@ -67,11 +67,7 @@ func (r drainResult) ratio(d time.Duration) float64 { return r.rate() / r.odku.r
 func (dr drain) run(ctx context.Context) (drainResult, error) {
 	var out drainResult
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	bodies := make([][]byte, dr.n)
-	for i := range bodies {
-		bodies[i] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", i), fmt.Sprintf("lead_%d", i),
-			kinds.Lead{Email: fmt.Sprintf("d%d@example.com", i), Name: fmt.Sprintf("Drain Lead %d", i), Company: "Bench"}, now)
-	}
+	bodies := drainBodies(dr.n, now)
 	// Baseline: the records as single-row upserts into leads, each a new
 	// lead as in the drain, under a tenant of its own.
 	base := &phase{name: "odku"}
@@ -147,6 +143,16 @@ func (dr drain) run(ctx context.Context) (drainResult, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// drainBodies are a drain's n deliveries, each a new lead.
+func drainBodies(n int, now time.Time) [][]byte {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = kinds.SampleBody(kinds.Standard, fmt.Sprintf("dr_%d", i), fmt.Sprintf("lead_%d", i),
+			kinds.Lead{Email: fmt.Sprintf("d%d@example.com", i), Name: fmt.Sprintf("Drain Lead %d", i), Company: "Bench"}, now)
+	}
+	return bodies
 }
 
 // store writes the backlog's rows directly and queues their processing

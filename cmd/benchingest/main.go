@@ -113,11 +113,9 @@ func run() error {
 
 	// The real server on a loopback port; app.Open applies the migrations,
 	// so phase (a) writes to the very table the server claims into.
-	rc := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB})
-	if err := rc.FlushDB(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+	if err := flushRedis(ctx, *redisAddr, *redisDB); err != nil {
+		return err
 	}
-	rc.Close()
 	findServers(cfg.Addr, *redisAddr)
 	if *indexN > 0 {
 		return runIndexCost(ctx, benchDSN, *indexN, 128, *rounds)
@@ -192,11 +190,9 @@ func run() error {
 		// The second app: the same database, the next Redis database.
 		env2 := maps.Clone(env)
 		env2["LEADPIPE_REDIS_DB"] = fmt.Sprint(*redisDB + 1)
-		rc := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB + 1})
-		if err := rc.FlushDB(ctx).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
+		if err := flushRedis(ctx, *redisAddr, *redisDB+1); err != nil {
+			return err
 		}
-		rc.Close()
 		c2, err := config.Load(func(k string) string { return env2[k] })
 		if err != nil {
 			return err
@@ -493,4 +489,14 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// flushRedis empties the benchmark's Redis database n.
+func flushRedis(ctx context.Context, addr string, n int) error {
+	rc := redis.NewClient(&redis.Options{Addr: addr, DB: n})
+	defer rc.Close()
+	if err := rc.FlushDB(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
 }

@@ -293,9 +293,10 @@ var ErrRulesChanged = fmt.Errorf("leads: the assignment rules changed meanwhile:
 
 // planAssign reads the tenant's rules with the first-response time and
 // whether reservations were left (planRules: one indexed read; nothing
-// more when it has none) and the users they name, and decides which rule assigns each lead: the first that matches and has
-// somebody active (a disabled member is skipped; a rule with nobody active
-// left does not match). Leads tagged test are never assigned. Nothing is
+// more when it has none) and the users they name, and decides which rule
+// assigns each lead: the first that matches and has somebody active (a
+// disabled member is skipped; a rule with nobody active left does not
+// match). Leads tagged test are never assigned. Nothing is
 // locked: the round-robin positions are taken by take.
 func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts, now time.Time) (*assignPlan, error) {
 	p := &assignPlan{tenantID: tenantID, now: now}
@@ -386,8 +387,8 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 // Positions come first from reservations that batches left unused (rolled
 // back or died, at least reservationOrphanAge ago: looked for only when
 // planRules saw one, then locked in the caller's transaction, deleted or
-// shortened there). Then, with reserve nil, the rest is reserved in the caller's
-// transaction with one statement, and the position row stays locked to
+// shortened there). Then, with reserve nil, the rest is reserved in the
+// caller's transaction with one statement, and the position row stays locked to
 // the commit: concurrent creating transactions of the rule wait for each
 // other from there, so the caller runs take as late as it can. With
 // reserve (the worker's batches), the rest is a reservation taken in a

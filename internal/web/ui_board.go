@@ -139,7 +139,7 @@ func (s *Server) boardConflict(w http.ResponseWriter, r *http.Request, id, statu
 	}
 	by, at := lastEditor(l, tl)
 	name := leadviews.Lead{Name: l.Name, Email: l.Email, Phone: l.Phone}.Title()
-	s.setFlashError(w, r, "Not moved: "+by+" changed "+name+" at "+components.ExactIn(components.WithZone(ctx, sess.User.Location()), at)+
+	s.setFlashError(w, r, "Not moved: "+by+" changed "+name+" at "+components.ExactIn(readerZone(ctx), at)+
 		" (now "+components.StatusLabel(l.Status)+"). Your move to "+components.StatusLabel(status)+" was not saved, so nothing of theirs was overwritten.")
 	seeOther(w, r, "/leads/board")
 	return true
