@@ -48,7 +48,7 @@ func TestBrowserAuditLog(t *testing.T) {
 	admin := newTab(t, browser, e.URL, "admin")
 	admin.login(acme.Admin.Email, acme.AdminPassword)
 	admin.open("/leads")
-	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="nav-audit"]`), chromedp.NodeVisible))
+	admin.submit(`[data-testid="nav-audit"]`) // click, and wait for the whole page: rows counted mid-load came up short
 	admin.waitText("h1", "Audit log")
 	if n := admin.count(`[data-testid="audit-row"]`); n != 50 {
 		t.Fatalf("first page shows %d entries, want 50", n)

@@ -113,7 +113,7 @@ func TestBrowserImport(t *testing.T) {
 	admin := newTab(t, b, e.URL, "admin")
 	admin.login(acme.Admin.Email, acme.AdminPassword)
 	admin.open("/leads")
-	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="nav-imports"]`), chromedp.NodeVisible))
+	admin.submit(`[data-testid="nav-imports"]`) // click, and wait for the whole page
 	admin.waitText("h1", "Import leads")
 	admin.shots("import-upload")
 	admin.do(chromedp.SetUploadFiles(chromedp.CSS(`input[type=file]`), []string{file}, chromedp.NodeReady))
