@@ -284,6 +284,44 @@ type assignPlan struct {
 	// the rule's order; need[ri] how many positions its leads take.
 	active map[int][]string
 	need   map[int]int64
+	// pre[ri] is a reservation of need[ri] positions under way apart
+	// (prefetch), which take uses instead of reserving then.
+	pre map[int]*prefetched
+}
+
+// prefetched is a reservation taken apart in a goroutine: r, ok and err
+// as reserveApart returned them, once done is closed.
+type prefetched struct {
+	done chan struct{}
+	r    reservation
+	ok   bool
+	err  error
+}
+
+// prefetch starts, on reserve, the reservation apart of each round-robin
+// rule that had no reservation left by other batches when planRules read
+// it (a rule with some takes those first, in take), so that its round
+// trip and commit run while the caller's transaction does other work
+// (the worker marks its deliveries processed meanwhile); take waits for
+// it and uses all of it. A reservation the transaction does not use (it
+// rolls back, or fails before take) is left for a later batch like any
+// other (leftReservations).
+func (p *assignPlan) prefetch(ctx context.Context, reserve *sqlx.DB) {
+	if p == nil || p.rule == nil || reserve == nil || p.pre != nil {
+		return
+	}
+	p.pre = make(map[int]*prefetched, len(p.need))
+	for ri, need := range p.need {
+		if need <= 0 || p.rules[ri].leftOver {
+			continue
+		}
+		f := &prefetched{done: make(chan struct{})}
+		p.pre[ri] = f
+		go func(ruleID string) {
+			defer close(f.done)
+			f.r, f.ok, f.err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+		}(p.rules[ri].ID)
+	}
 }
 
 // ErrRulesChanged means a round-robin rule the plan chose was replaced
@@ -443,7 +481,19 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 			}
 			continue
 		}
-		r, ok, err := reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+		var r reservation
+		var ok bool
+		var err error
+		if f := p.pre[ri]; f != nil && need == p.need[ri] {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			r, ok, err = f.r, f.ok, f.err
+		} else {
+			r, ok, err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -354,6 +354,17 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 	return out, pending, nil
 }
 
+// Reserve starts taking the pending leads' round-robin positions apart
+// on reserve (a pool from db.OpenOneTrip) while the caller's transaction
+// goes on; Insert with the same reserve uses them. Nil, nothing pending
+// or a nil reserve: nothing.
+func (p *PendingLeads) Reserve(ctx context.Context, reserve *sqlx.DB) {
+	if p == nil || len(p.rows) == 0 {
+		return
+	}
+	p.plan.prefetch(ctx, reserve)
+}
+
 // Insert assigns the pending new leads (the round-robin positions are
 // taken here: see assignPlan.take; reserve, when set, is the database
 // whose short transactions reserve them apart from x's) and inserts them

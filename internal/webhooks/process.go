@@ -354,6 +354,9 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 				if err != nil {
 					return err
 				}
+				// The new leads' round-robin positions are reserved
+				// apart while the deliveries are marked processed.
+				pending.Reserve(ctx, p.reserve())
 				for i, it := range recItems {
 					o := outcomes[i]
 					it.res.res = Result{LeadID: o.LeadID, New: o.Kind == leads.OutcomeCreated, Outcome: o.Kind, Lead: it.lead}
@@ -383,15 +386,12 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			failedAll = append(failedAll, failed...)
 			// The new leads go in last (before the outbox, which reads
 			// them), their round-robin positions reserved in short
-			// transactions of their own on p.Reserve, so that concurrent
+			// transactions of their own on p.Reserve (started above,
+			// before the deliveries were marked), so that concurrent
 			// batches of the tenant do not wait on the rule's position
 			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
 			// in the drain").
-			reserve := p.Reserve
-			if p.AssignInTx {
-				reserve = nil
-			}
-			if err := pending.Insert(ctx, tx, reserve); err != nil {
+			if err := pending.Insert(ctx, tx, p.reserve()); err != nil {
 				return err
 			}
 			for i, it := range recItems {
@@ -481,6 +481,15 @@ const (
 	// assigns left to right, each seeing the ones before).
 	spareForFirstDuplicate = `spare = IF(dup_first_at IS NULL, IF(LENGTH(spare) > 17, LEFT(spare, LENGTH(spare) - 17), NULL), spare)`
 )
+
+// reserve is the pool the batches' round-robin reservations go apart on
+// (nil: in the batch's own transaction).
+func (p *Processor) reserve() *sqlx.DB {
+	if p.AssignInTx {
+		return nil
+	}
+	return p.Reserve
+}
 
 // MarkProcessed marks deliveries processed in one statement.
 func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []ProcessedRow, now time.Time) error {
