@@ -117,6 +117,9 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				// The worker starts its reservation apart as soon as the
+				// plan knows its new leads (Reserve), then inserts.
+				pending.Reserve(ctx, reserve)
 				if err := pending.Insert(ctx, tx, reserve); err != nil {
 					return err
 				}
@@ -202,7 +205,10 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 		return out
 	}
 	at := now
-	run := func(rs []leads.BatchRecord, commit bool) []leads.UpsertOutcome {
+	// run is a worker's batch: plan, start the reservation apart
+	// (Reserve), insert, commit; with commit false it rolls back after
+	// the insert, with insert false before it.
+	run := func(rs []leads.BatchRecord, commit bool, insert ...bool) []leads.UpsertOutcome {
 		t.Helper()
 		var out []leads.UpsertOutcome
 		tx, err := d.BeginTxx(ctx, nil)
@@ -212,6 +218,10 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 		defer tx.Rollback()
 		out, pending, err := leads.UpsertFromSenderBatchDeferred(ctx, tx, ten, rs, at)
 		if err == nil {
+			pending.Reserve(ctx, one)
+			if len(insert) > 0 && !insert[0] {
+				return out
+			}
 			err = pending.Insert(ctx, tx, one)
 		}
 		if err != nil {
@@ -267,6 +277,27 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 	}
 	if next, left := state(); next != 10 || left != 0 {
 		t.Fatalf("counter %d, %d left, want 10 and 0", next, left)
+	}
+	// A batch that fails after its reservation started but before its
+	// insert leaves the reservation (10, 11, 12) like any rolled-back
+	// batch, and a later batch hands it out.
+	run(recs("e", 3), false, false)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if next, left := state(); next == 13 && left == 3 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("counter %d, %d left, want 13 and 3", next, left)
+		}
+	}
+	at = now.Add(2 * time.Minute)
+	out = run(recs("f", 3), true)
+	for i, o := range out {
+		if o.OwnerID != users[(10+i)%3] {
+			t.Fatalf("lead %d: owner %s, want position %d", i, o.OwnerID, 10+i)
+		}
+	}
+	if next, left := state(); next != 13 || left != 0 {
+		t.Fatalf("counter %d, %d left, want 13 and 0", next, left)
 	}
 }
 
