@@ -484,7 +484,9 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 		var r reservation
 		var ok bool
 		var err error
-		if f := p.pre[ri]; f != nil && need == p.need[ri] {
+		// A prefetched rule had no left reservations (prefetch), so
+		// need is still all of p.need[ri], which the prefetch reserved.
+		if f := p.pre[ri]; f != nil {
 			select {
 			case <-f.done:
 			case <-ctx.Done():
