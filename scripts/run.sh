@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Quick start: brings up MariaDB and Redis if needed, then runs Leadpipe
 # with a demo tenant on http://localhost:8080 (worker in process).
+# The server is built into bin/ and reused: go build relinks it only when
+# a source changed, so a second start skips the build (docs/BENCHMARKS.md,
+# "Start-up").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh
-exec go run ./cmd/server demo "$@"
+go build -o bin/server ./cmd/server
+exec bin/server demo "$@"

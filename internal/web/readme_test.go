@@ -15,20 +15,40 @@ import (
 	"time"
 
 	"leadpipe/internal/apptest"
+	"leadpipe/internal/config"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
 )
 
-// readmeCurls returns the README's curl commands, continuation lines joined.
-func readmeCurls(t *testing.T) []string {
+// curlDocs are the pages whose curl examples must run as pasted: the
+// README, the API guide and the operator's page.
+var curlDocs = []string{"README.md", "docs/API.md", "docs/OPERATING.md"}
+
+// readDoc reads a file of the repository by its path from the root.
+func readDoc(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(b)
+}
+
+// readmeCurls returns the curl commands of curlDocs, continuation lines
+// joined.
+func readmeCurls(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, doc := range curlDocs {
+		out = append(out, docCurls(readDoc(t, doc))...)
+	}
+	return out
+}
+
+func docCurls(text string) []string {
 	var out []string
 	var cur strings.Builder
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		raw := strings.TrimSpace(line)
 		l := strings.TrimSpace(strings.Trim(raw, "`"))
 		if cur.Len() == 0 {
@@ -77,7 +97,7 @@ func TestReadmeCurlsSendJSONAsJSON(t *testing.T) {
 		}
 	}
 	if endpoint == "" {
-		t.Fatal("no endpoints example in the README")
+		t.Fatal("no endpoints example in the docs")
 	}
 	// Run it: the body and headers as written, against a test server.
 	e := apptest.New(t, "web_readme", apptest.Options{RedisDB: apptest.RedisWeb})
@@ -211,4 +231,62 @@ func skippedBecause(c string) string {
 		}
 	}
 	return ""
+}
+
+// TestReadmeIsShortAndItsCommandsAreReal: the README stays a five-minute
+// read, the two commands it starts with are executable scripts, every
+// `go run ./cmd/…` of the README and the operator's page names a command
+// of the repository, and every link of the README points to a file.
+func TestReadmeIsShortAndItsCommandsAreReal(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 200 {
+		t.Errorf("README.md has %d lines: keep it under 200 and move the rest to docs/", n)
+	}
+	for _, script := range []string{"scripts/run.sh", "scripts/test.sh"} {
+		if !strings.Contains(readme, script) {
+			t.Errorf("the README does not name %s", script)
+		}
+		fi, err := os.Stat(filepath.Join("..", "..", script))
+		if err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("%s is not an executable script (%v)", script, err)
+		}
+	}
+	goRun := regexp.MustCompile(`go run (\./cmd/[a-z]+)`)
+	for _, doc := range []string{"README.md", "docs/OPERATING.md", "CONTRIBUTING.md"} {
+		for _, m := range goRun.FindAllStringSubmatch(readDoc(t, doc), -1) {
+			if fi, err := os.Stat(filepath.Join("..", "..", m[1], "main.go")); err != nil || fi.IsDir() {
+				t.Errorf("%s runs %s, which is no command", doc, m[1])
+			}
+		}
+	}
+	// Pages written on other branches at the same time; each exists once
+	// they are merged.
+	elsewhere := map[string]bool{"docs/SENDERS.md": true, "docs/FORMS.md": true, "docs/NOTIFICATIONS.md": true}
+	for _, m := range regexp.MustCompile(`\]\(([^)#:]+)\)`).FindAllStringSubmatch(readme, -1) {
+		if _, err := os.Stat(filepath.Join("..", "..", m[1])); err != nil && !elsewhere[m[1]] {
+			t.Errorf("the README links to %s, which does not exist", m[1])
+		}
+	}
+}
+
+// TestOperatingNamesEveryVariable: docs/OPERATING.md describes every
+// variable of internal/config's table, and the README and that page name
+// no LEADPIPE_ variable the table does not have.
+func TestOperatingNamesEveryVariable(t *testing.T) {
+	operating := readDoc(t, "docs/OPERATING.md")
+	known := map[string]bool{}
+	for _, v := range config.Vars {
+		known[v.Name] = true
+		if !strings.Contains(operating, "`"+v.Name+"`") {
+			t.Errorf("docs/OPERATING.md does not describe %s (internal/config's table)", v.Name)
+		}
+	}
+	named := regexp.MustCompile(`LEADPIPE_[A-Z_]+[A-Z]`)
+	for _, doc := range []string{"README.md", "docs/OPERATING.md"} {
+		for _, name := range named.FindAllString(readDoc(t, doc), -1) {
+			if !known[name] && !known[strings.TrimSuffix(name, "_FILE")] {
+				t.Errorf("%s names %s, which internal/config does not read", doc, name)
+			}
+		}
+	}
 }
