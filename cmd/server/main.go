@@ -243,7 +243,7 @@ func healthcheck(ctx context.Context, getenv func(string) string) error {
 }
 
 // startTracing turns OpenTelemetry tracing on when the OTEL_* variables
-// ask for it (README "Tracing"); the returned function flushes it.
+// ask for it (docs/OPERATING.md, "Tracing"); the returned function flushes it.
 func startTracing(ctx context.Context, getenv func(string) string, service string, log *slog.Logger) (func(), error) {
 	shutdown, err := tracing.Setup(ctx, getenv, service)
 	if err != nil {

@@ -44,7 +44,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestDemoServeAndSend runs the README's run command path: `server demo`
+// TestDemoServeAndSend runs scripts/run.sh's path: `server demo`
 // brings up the app with a demo tenant; `demo-send` posts signed
 // deliveries of every kind; the worker turns them into leads; a second
 // start on the same database is fine; SIGTERM-style cancel shuts down.

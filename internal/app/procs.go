@@ -12,7 +12,7 @@ import (
 //
 // The default, shared, is half of the CPUs, at least one. The server and
 // the worker are front ends to MySQL, which does most of the work of a
-// delivery, and in every deployment we ship (the README's run command,
+// delivery, and in every deployment we ship (scripts/run.sh,
 // docker-compose) they share the machine with it. With one P per CPU each
 // Go process keeps threads spinning for work and wakes them on every core;
 // with half, each spends less CPU per lead and the acknowledgement's p99

@@ -50,7 +50,7 @@ type Config struct {
 	DuplicateMemory int64
 }
 
-// Var describes one environment variable for the README and errors.
+// Var describes one environment variable for docs/OPERATING.md, `server config` and errors.
 type Var struct {
 	Name, Default, Help string
 	Secret              bool // also readable from NAME_FILE

@@ -1,6 +1,6 @@
 // Package events delivers Leadpipe's own events (lead.created, lead.updated,
 // lead.status_changed, alert.fired) to tenants' HTTPS endpoints as Standard
-// Webhooks (README, Outbound events).
+// Webhooks (docs/API.md, "Outbound events").
 //
 // The path of an event: Outbox.Emit writes it in the transaction of the
 // change that causes it; the Relay claims committed rows with a conditional
@@ -73,7 +73,7 @@ const (
 	StateFailed    = "failed"
 )
 
-// Schedule is the wait before each retry (README, Outbound events): the first attempt
+// Schedule is the wait before each retry (docs/API.md, "Outbound events"): the first attempt
 // goes immediately, the last retry 24 h after the one before; about 3 days
 // 3.5 hours in all.
 var Schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,

@@ -11,7 +11,7 @@ import (
 )
 
 // Duplicates answered from the server's memory across a clean shutdown
-// and a kill -9 (README "Duplicates in a retry storm"): every duplicate's
+// and a kill -9 (docs/ARCHITECTURE.md, "Duplicates in a retry storm"): every duplicate's
 // answer names its original, which is stored; after a clean shutdown
 // every count is exact; a crash loses at most the counts of one flush
 // (the duplicates answered in the last flush interval before it), never a

@@ -13,7 +13,7 @@ import (
 )
 
 // The worker SIGKILLed in the middle of batch transactions that have
-// taken their round-robin positions (docs/ARCHITECTURE.md, "Assignment and first response", issue #27): the
+// taken their round-robin positions (docs/ARCHITECTURE.md, "Assignment and first response"): the
 // tenant has one round-robin rule among 3 users; a backlog of new leads
 // flows until a batch inserts a "gated" new lead with its owner (its
 // positions reserved, the counter advanced and committed apart, the

@@ -1,5 +1,5 @@
 // Package idempotency implements the Idempotency-Key header on write
-// endpoints (README, Leads, idempotency and concurrency; after the IETF draft "The Idempotency-Key HTTP
+// endpoints (docs/API.md, "Leads, idempotency and concurrency"; after the IETF draft "The Idempotency-Key HTTP
 // Header Field"): the first request with a key runs and its outcome is
 // stored; a retry with the same key and request gets the stored outcome
 // back with Idempotent-Replayed: true; a retry while the first is still

@@ -15,7 +15,7 @@ import (
 	"leadpipe/internal/apperr"
 )
 
-// MaxBytes is the largest CSV file an import takes (50 MiB, README "Leads, idempotency and concurrency").
+// MaxBytes is the largest CSV file an import takes (50 MiB, docs/API.md, "Leads, idempotency and concurrency").
 const MaxBytes = 50 << 20
 
 // chunkSize is the size of the stored pieces of a file (import_chunks):

@@ -38,7 +38,7 @@ func (e *env) leadRows(t *testing.T, sourceID string) map[string]leadRow {
 	return out
 }
 
-// TestReconcileWebhookLossRepaired is the first acceptance bullet: fake
+// TestReconcileWebhookLossRepaired is reconcile's first acceptance: fake
 // Typeform and Meta APIs serve 1,000 leads each, signed webhooks deliver a
 // random 80%, one reconcile brings the missing 200 (counted reconcile-new),
 // a second changes nothing and counts 1,000 known. People's statuses

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Kinds lists the source kinds (README, Using the API).
+// Kinds lists the source kinds (docs/API.md, "Sources").
 var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic"}
 
 // ReconcileKinds can be pulled from their sender's API.

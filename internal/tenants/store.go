@@ -231,7 +231,7 @@ func deleteSession(ctx context.Context, x db.Ext, tenantID, id string) error {
 	return err
 }
 
-// ---- A user's own time zone (#28) ----
+// ---- A user's own time zone ----
 
 func updateUserTimeZone(ctx context.Context, x db.Ext, tenantID, id, tz string) (int64, error) {
 	res, err := x.ExecContext(ctx, `UPDATE users SET time_zone = ? WHERE tenant_id = ? AND id = ?`, tz, tenantID, id)

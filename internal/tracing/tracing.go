@@ -1,5 +1,5 @@
 // Package tracing is Leadpipe's OpenTelemetry tracing: off unless an OTLP
-// endpoint is configured through the standard OTEL_* variables (README
+// endpoint is configured through the standard OTEL_* variables (docs/OPERATING.md,
 // "Tracing"). When it is off, Start returns its context unchanged and a
 // span that does nothing, with no allocation, so the ingest path pays
 // nothing for it; callers build attributes only when Enabled.

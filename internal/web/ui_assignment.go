@@ -20,8 +20,8 @@ import (
 	"leadpipe/views/settings"
 )
 
-// assignmentUIRoutes are the admin pages of the assignment rules (issue
-// #27, docs/ARCHITECTURE.md, "Assignment and first response"). The API replaces the whole list at once, so every
+// assignmentUIRoutes are the admin pages of the assignment rules
+// (docs/ARCHITECTURE.md, "Assignment and first response"). The API replaces the whole list at once, so every
 // form names a rule by its position and carries a fingerprint of the list
 // it was rendered from: a form from a stale page is refused instead of
 // changing the wrong rule.

@@ -27,7 +27,7 @@ import (
 
 // BenchmarkInbox measures the UI's lead pages against a tenant with many
 // leads, through the real server and MariaDB: the time from request to
-// the last byte of HTML. 20,000 leads by default; the README's number is
+// the last byte of HTML. 20,000 leads by default; docs/BENCHMARKS.md's number is
 //
 //	LEADPIPE_BENCH_LEADS=1000000 go test ./internal/web -run '^$' -bench BenchmarkInbox -benchtime 200x
 //
@@ -108,7 +108,7 @@ func BenchmarkInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// First-response clocks (issue #27): the bench user's leads and every
+	// First-response clocks: the bench user's leads and every
 	// 16th other lead were assigned two hours ago, about half overdue and
 	// the rest due within ten minutes, for the Overdue and Due soon views.
 	var clocked int

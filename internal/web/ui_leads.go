@@ -29,8 +29,7 @@ const (
 	timelineShown = 200
 )
 
-// leadUIRoutes are the inbox's, board's and settings' routes added for
-// issue #28: a person's own settings (time zone), the ids behind "Select
+// leadUIRoutes are the inbox's, board's and settings' routes: a person's own settings (time zone), the ids behind "Select
 // all N matching" with the bulk change they feed (the API's handler, on
 // the session: same Idempotency-Key rules, same-origin only), and a board
 // column's next cards.

@@ -27,7 +27,7 @@ func (s *Server) newUIState() *uiState {
 	return u
 }
 
-// uiRoutes mounts the server-rendered web UI (README, Web UI). Pages are
+// uiRoutes mounts the server-rendered web UI (README, "The web UI"). Pages are
 // plain HTML forms with redirect-after-post, so they work without
 // JavaScript; unsafe methods pass Go's cross-origin protection (CSRF) and
 // the session cookie is SameSite=Lax.

@@ -43,7 +43,7 @@ type PreviewItem struct {
 	Fields     map[string]string `json:"fields"`
 	// EventTime is the sender's time of the record (the kind's event time,
 	// a generic source's event_time_path): a newer record wins, an older
-	// one changes nothing (the README's record order). null: none, the
+	// one changes nothing (docs/ARCHITECTURE.md, record order). null: none, the
 	// order of receipt decides.
 	EventTime *time.Time `json:"event_time"`
 	Error     *string    `json:"error"`

@@ -14,7 +14,7 @@ import (
 	"leadpipe/internal/db"
 )
 
-// The duplicate fast path (README "Duplicates in a retry storm"). A
+// The duplicate fast path (docs/ARCHITECTURE.md, "Duplicates in a retry storm"). A
 // duplicate of a delivery id whose claim this process saw COMMIT is
 // answered at once, with no database round trip: the answer ("we have it,
 // as <original>") was already true. Its arrival is tallied in memory per

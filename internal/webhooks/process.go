@@ -62,7 +62,7 @@ type Processor struct {
 	// its first (default 20 ms; negative: never wait). A transaction of 100
 	// leads costs the database far less per lead than ten of 10, and the
 	// CPU it saves is the ingest's; a lead readable 20 ms later is well
-	// inside the second the README promises.
+	// inside the second docs/BENCHMARKS.md holds it to.
 	Gather time.Duration
 
 	Lifecycle // failure marking, archived tasks, the sweeper's cursors (failures.go, sweep.go)

@@ -18,7 +18,7 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
-// TestBrowserAssignment is issue #27's acceptance in Chromium: an admin
+// TestBrowserAssignment is the assignment rules' acceptance in Chromium: an admin
 // creates a round-robin rule on the assignment page; leads posted through
 // the webhook are processed and each lead's page names its owner and the
 // rule, with the first-response clock; the Overdue view lists overdue

@@ -52,7 +52,7 @@ func (s sender) postRaw(deliveryID string, body []byte, now time.Time) int {
 	return res.StatusCode
 }
 
-// TestBrowserAcceptance is issue #5's acceptance run in a real Chromium:
+// TestBrowserAcceptance is the first acceptance run in a real Chromium:
 // log in, a signed webhook's lead appears, status survives a re-delivery
 // with a changed email, a stale edit shows the conflict, a double-clicked
 // "Add note" makes one note, staff and other tenants get 404, and names

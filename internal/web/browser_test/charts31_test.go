@@ -38,7 +38,7 @@ func (tb *tab) fitsWidth(what string) {
 	}
 }
 
-// TestBrowserChartsReadable is issue #31's chart acceptance: a day of
+// TestBrowserChartsReadable is the monitoring charts' acceptance: a day of
 // steady traffic and a retry storm in the last ten minutes. In the 24 h
 // view the storm's bar is at least 20 px tall and no axis label overlaps
 // it; every bar with deliveries is at least 3 px wide and tall; the tooltip

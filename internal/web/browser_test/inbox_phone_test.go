@@ -100,7 +100,7 @@ func (tb *tab) pointerDrag(fromSel, toSel string) {
 	mouse(input.DispatchMouseEventTypeMouseReleased, tx, ty, 0)
 }
 
-// TestBrowserInboxOnAPhone is issue #28's inbox at 390×844: the first lead
+// TestBrowserInboxOnAPhone is the inbox at 390×844: the first lead
 // is on the first screen; no bulk bar until a lead is ticked, then it
 // stays in view wherever the page is scrolled; "Select all N matching"
 // changes every lead the filters match (1,100 leads: three chunks of at

@@ -13,7 +13,7 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
-// TestBrowserMerge is issue #26's merge from the lead page: the same
+// TestBrowserMerge is a merge from the lead page: the same
 // person arrives by webhook and by hand; the hand-made lead's page lists
 // the webhook lead as a possible duplicate (and the inbox's "Possible
 // duplicates" view lists both); the admin opens the field-by-field picker,

@@ -1,4 +1,4 @@
-// Package kinds implements the inbound webhook source kinds (README, Using the API):
+// Package kinds implements the inbound webhook source kinds (docs/API.md, "Sources"):
 // signature verification, splitting a body into deliveries, and mapping a
 // stored delivery to lead fields. It is pure code: no database, no HTTP server.
 package kinds
@@ -55,7 +55,7 @@ type Lead struct {
 	Company   string
 	CreatedAt *time.Time // sender's creation time when the payload has one (UTC)
 	// EventTime is when the sender produced this record, where the kind
-	// carries one (the README's record order): the lead keeps the data of
+	// carries one (docs/ARCHITECTURE.md, record order): the lead keeps the data of
 	// the newest record. Nil: receipt order decides.
 	EventTime *time.Time
 	Tags      []string
