@@ -135,17 +135,11 @@ func run() error {
 	// info), so the benchmark pays for logging; only warnings and errors
 	// reach the terminal.
 	log := app.NewLogger(c, problemsOnly{os.Stderr})
-	a, err := app.Open(ctx, c, log)
+	a, err := app.Open(ctx, c, log, app.WithClaimer(*claimWorkers, *stagger), app.WithAssignInTx(*assignInTx))
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if *stagger > 0 {
-		a.Ingest.Claimer.Stagger = *stagger
-	}
-	if *claimWorkers > 0 {
-		a.Ingest.Claimer.Workers = *claimWorkers
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -184,7 +178,6 @@ func run() error {
 		return err
 	}
 
-	a.Processor.AssignInTx = *assignInTx
 	if *drainN > 0 && *assignCmp > 0 && *together {
 		cancel()
 		// The second app: the same database, the next Redis database.
@@ -197,12 +190,11 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		b, err := app.Open(ctx, c2, log)
+		b, err := app.Open(ctx, c2, log, app.WithAssignInTx(*assignInTx))
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		b.Processor.AssignInTx = *assignInTx
 		return runAssignTogether(ctx, a, b, raw, *drainN, *assignCmp, *workerConc, *assignOwner)
 	}
 	if *drainN > 0 && *assignCmp > 0 {

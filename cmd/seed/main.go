@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	ts := tenants.NewService(d)
+	ts := tenants.NewService(d, nil)
 	t, err := ts.TenantBySlug(ctx, *slug)
 	if apperr.Is(err, apperr.NotFound) {
 		var pw [12]byte

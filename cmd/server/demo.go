@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -112,14 +113,17 @@ func demoPerson(ref string, i int) kinds.Lead {
 // demoRefIndex reads i back from a demo-send natural key "lead-<run>-<i>".
 func demoRefIndex(ref string) int {
 	i := strings.LastIndexByte(ref, '-')
-	n, _ := strconv.Atoi(ref[i+1:])
+	n, err := strconv.Atoi(ref[i+1:])
+	if err != nil {
+		return 0 // a key demo-send did not make: any made-up person will do
+	}
 	return n
 }
 
 // startDemoGraph serves GET /v21.0/{leadgen_id} (a Graph lead object with
 // the demo person's field data) and GET /v21.0/{form_id}/leads (empty) on
 // a loopback port until ctx ends, and returns its base URL.
-func startDemoGraph(ctx context.Context) (string, error) {
+func startDemoGraph(ctx context.Context, log *slog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -127,7 +131,9 @@ func startDemoGraph(ctx context.Context) (string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v21.0/{id}/leads", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"data":[],"paging":{}}`)
+		if _, err := io.WriteString(w, `{"data":[],"paging":{}}`); err != nil {
+			return // the client went away: it sees the failed read itself
+		}
 	})
 	mux.HandleFunc("GET /v21.0/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("access_token") != demoGraphToken {
@@ -136,11 +142,21 @@ func startDemoGraph(ctx context.Context) (string, error) {
 		}
 		id := r.PathValue("id")
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(kinds.SampleMetaLead(id, demoPerson(id, demoRefIndex(id)), time.Now()))
+		if _, err := w.Write(kinds.SampleMetaLead(id, demoPerson(id, demoRefIndex(id)), time.Now())); err != nil {
+			return // as above
+		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo Graph API stopped: Facebook leads keep waiting for their details", "err", err)
+		}
+	}()
+	context.AfterFunc(ctx, func() {
+		if err := srv.Close(); err != nil {
+			log.Warn("demo Graph API: close", "err", err) // at exit: nothing depends on it
+		}
+	})
 	return "http://" + ln.Addr().String() + "/v21.0", nil
 }
 
@@ -195,7 +211,7 @@ func ensureDemo(ctx context.Context, a *app.App, out io.Writer) error {
 	graph := "off: set LEADPIPE_ALLOW_PRIVATE_TARGETS=true so the demo's Facebook source can fetch lead details"
 	if a.Cfg.AllowPrivateTargets {
 		// The stand-in's port is new each start: point the source at it.
-		base, err := startDemoGraph(ctx)
+		base, err := startDemoGraph(ctx, a.Log)
 		if err != nil {
 			return err
 		}

@@ -98,7 +98,13 @@ func demoSend(ctx context.Context, cfg *config.Config, args []string, getenv fun
 					continue
 				}
 				url := strings.TrimRight(*base, "/") + "/hooks/" + *tenant + "/" + j.src.Slug
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				if err != nil { // a -url that is no URL
+					mu.Lock()
+					statuses["error: "+err.Error()]++
+					mu.Unlock()
+					continue
+				}
 				req.Header = h
 				req.Header.Set("Content-Type", "application/json")
 				t0 := time.Now()
@@ -109,9 +115,11 @@ func demoSend(ctx context.Context, cfg *config.Config, args []string, getenv fun
 					key = "error: " + err.Error()
 				} else {
 					var ack struct{ Status string }
-					b, _ := io.ReadAll(res.Body)
+					b, rerr := io.ReadAll(res.Body)
 					res.Body.Close()
-					_ = json.Unmarshal(b, &ack)
+					if rerr != nil || json.Unmarshal(b, &ack) != nil {
+						ack.Status = "(no JSON answer)" // counted under its status code all the same
+					}
 					key = fmt.Sprintf("%d %s", res.StatusCode, ack.Status)
 				}
 				mu.Lock()

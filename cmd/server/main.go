@@ -134,7 +134,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, afterOpen 
 
 	a, err := openWithRetry(ctx, cfg, log)
 	if err != nil {
-		_ = srv.Close()
+		if cerr := srv.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the listener: %w", cerr))
+		}
 		return err
 	}
 	defer a.Close()
@@ -230,7 +232,10 @@ func healthcheck(ctx context.Context, getenv func(string) string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -52,14 +52,17 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = shutdown(sctx)
+		if err := shutdown(sctx); err != nil {
+			// Safe to go on exiting: only the spans of the last moments
+			// are lost.
+			log.Warn("tracing: flushing the last spans failed", "err", err)
+		}
 	}()
-	a, err := app.Open(ctx, cfg, log)
+	a, err := app.Open(ctx, cfg, log, app.WithBatch(*batch), app.WithRunners(*runners), app.WithGather(*gather))
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	a.Processor.MaxBatch, a.Processor.Runners, a.Processor.Gather = *batch, *runners, *gather
 	// The worker's own listener: /metrics (reconcile and processing counters
 	// live in this process when it runs apart), /healthz, /readyz.
 	ops := &http.Server{Addr: cfg.WorkerAddr, Handler: a.Web.OpsRoutes(), ReadHeaderTimeout: 5 * time.Second}
@@ -76,7 +79,10 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	err = a.RunWorker(ctx, *concurrency)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = ops.Shutdown(sctx)
+	if serr := ops.Shutdown(sctx); serr != nil {
+		// Safe: the listener only serves /metrics and the health checks.
+		log.Warn("worker listener: shutdown", "err", serr)
+	}
 	a.Shutdown(context.Background())
 	return err
 }

@@ -35,9 +35,10 @@ import (
 type App struct {
 	Cfg *config.Config
 	Log *slog.Logger
-	// Now is the one clock every service is given (read through
-	// clock.Read); time.Now unless a test replaces it before wiring.
-	Now func() time.Time
+	// now is the one clock every service is given (read through
+	// clock.Read): time.Now, or WithClock's.
+	now func() time.Time
+	opt options
 	DB  *sqlx.DB
 	// OneTrip is a small pool for short transactions sent in one round
 	// trip (db.OneTrip): the worker's round-robin reservations.
@@ -50,7 +51,7 @@ type App struct {
 	QueueRedis *jobs.PipelinedClient
 	Jobs       *jobs.Registry
 
-	Stats     monitor.Sink // the monitor's recorder once wired; Discard until then
+	Stats     monitor.Sink // the monitor's recorder
 	Ingest    *webhooks.Ingest
 	Processor *webhooks.Processor
 
@@ -68,6 +69,8 @@ type App struct {
 // NewLogger builds the process logger from the configuration.
 func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
+	// Safe to ignore: config.Load accepted only debug, info, warn or
+	// error, and a failure would leave info.
 	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
 	// Lines logged with a traced context carry its trace_id and span_id.
@@ -78,9 +81,15 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 // Open connects to MySQL (creating the database if needed), applies
-// migrations, connects Redis and builds every service.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
-	a := &App{Cfg: cfg, Log: log, Now: time.Now, Jobs: &jobs.Registry{}, Stats: monitor.Discard{}}
+// migrations, connects Redis and builds every service, tuned by opts.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*App, error) {
+	a := &App{Cfg: cfg, Log: log, now: time.Now, Jobs: &jobs.Registry{}}
+	for _, o := range opts {
+		o(&a.opt)
+	}
+	if a.opt.now != nil {
+		a.now = a.opt.now
+	}
 	box, err := atrest.New(cfg.SecretKey)
 	if err != nil {
 		return nil, err
@@ -90,14 +99,14 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, func() { a.DB.Close() })
+	a.closers = append(a.closers, func() { a.closeLogged("mysql", a.DB.Close) })
 	// A few connections for one-round-trip short transactions (the
 	// worker's round-robin reservations, webhooks.Processor.Reserve).
 	if a.OneTrip, err = db.OpenOneTrip(ctx, cfg.MySQLDSN, 8); err != nil {
 		a.Close()
 		return nil, err
 	}
-	a.closers = append(a.closers, func() { a.OneTrip.Close() })
+	a.closers = append(a.closers, func() { a.closeLogged("mysql one-trip pool", a.OneTrip.Close) })
 	if err := db.Migrate(ctx, a.DB, log); err != nil {
 		a.Close()
 		return nil, err
@@ -111,7 +120,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	// anything.
 	a.QueueRedis = jobs.NewPipelinedClient(a.RDB, 1, 500*time.Microsecond)
 	a.Queue = asynq.NewClientFromRedisClient(a.QueueRedis)
-	a.closers = append(a.closers, func() { a.QueueRedis.Close(); a.RDB.Close() })
+	a.closers = append(a.closers, func() {
+		a.closeLogged("redis enqueue pipeline", a.QueueRedis.Close)
+		a.closeLogged("redis", a.RDB.Close)
+	})
 	if err := a.claimRedis(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -180,16 +192,35 @@ func (a *App) RunWorker(ctx context.Context, concurrency int) error {
 		return fmt.Errorf("worker: events: %w", err)
 	}
 	defer stopEvents()
-	host, _ := os.Hostname()
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host" // the id only has to differ between schedulers; pid and time do that
+	}
 	sched := &jobs.Scheduler{Client: a.Queue, Redis: a.RDB, Log: a.Log.With("component", "scheduler"),
 		Periodics: a.Jobs.Periodics(), ID: fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()),
 		LeaseKey: "leadpipe:scheduler:leader"}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = sched.Run(ctx) }()
+	go func() {
+		defer close(done)
+		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
+			// The worker goes on handling tasks; another process's
+			// scheduler (or this one's next start) enqueues the periodics.
+			a.Log.Error("scheduler stopped", "err", err)
+		}
+	}()
 	<-ctx.Done()
 	srv.Shutdown()
 	<-done
 	return nil
+}
+
+// closeLogged closes one connection pool at exit, logging a failure: the
+// process is stopping, so nothing is left to retry it, and the servers
+// drop the connections when it is gone.
+func (a *App) closeLogged(what string, close func() error) {
+	if err := close(); err != nil {
+		a.Log.Warn("closing "+what, "err", err)
+	}
 }
 
 // Close releases connections.

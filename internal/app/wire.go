@@ -50,27 +50,23 @@ func (a *App) wire(ctx context.Context) error {
 	a.Stats = rec
 	// Outbound events are written in the transaction of the change that
 	// causes them, by whichever area makes it.
-	outbox := &events.Outbox{Now: a.Now}
+	outbox := &events.Outbox{Now: a.now}
 
-	a.Tenants = tenants.NewService(a.DB)
-	a.Tenants.Now = a.Now
+	a.Tenants = tenants.NewService(a.DB, a.now)
 	a.Sources = sources.NewService(a.DB, a.Box, a.Cfg.BaseURL, sources.Checks{
 		ValidateConfig: kinds.ValidateConfig, ValidateSecret: kinds.ValidateSecret,
 		GenerateSecret: generateSecret, CheckURL: checkURL,
-	})
-	a.Sources.Now = a.Now
+	}, a.now)
 
 	reads := webhooks.NewReads(a.DB)
-	ls := leads.NewService(a.DB, reads, leadEvents{outbox})
-	ls.Now = a.Now
+	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now))
 
-	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
-	mon.Now = a.Now
-	mon.Fired = alertEvents{outbox}
-	mon.Leads = ls // the sla_breach rule counts overdue leads
+	// The sla_breach rule counts overdue leads (ls).
+	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"),
+		ls, alertEvents{outbox}, a.now)
 
 	a.Events = &events.Service{
-		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.Now,
+		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.now,
 		Log: a.Log.With("component", "events"), CheckURL: checkURL, Alerts: mon,
 		Tenants: func(ctx context.Context) ([]string, error) {
 			var ids []string
@@ -82,54 +78,42 @@ func (a *App) wire(ctx context.Context) error {
 	// Reconcile applies sender records through exactly the webhook path
 	// (webhooks.Apply) and tells the leads service what changed.
 	rc := &reconcile.Service{
-		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: rec, Now: a.Now, Leads: ls,
+		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: rec, Now: a.now, Leads: ls,
 		Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate}),
 		Log:    a.Log.With("component", "reconcile"),
 	}
 
-	claimer, err := a.buildIngest(ls, rc)
-	if err != nil {
-		return err
-	}
+	in := a.buildIngest(ls, rc)
+	a.Ingest, a.Processor = in.ingest, in.processor
 
-	idemStore := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL)
-	idemStore.SetClock(a.Now)
-	idemStore.Log = a.Log.With("component", "idempotency")
-	idemStore.EachTenant = a.Tenants.ForEach
+	idemStore := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL, a.Tenants.ForEach,
+		a.Log.With("component", "idempotency"), a.now)
 
-	a.Retention = retention.NewService(a.DB, a.Tenants.ForEach, RetentionPurgers(), a.Log.With("component", "retention"))
-	a.Retention.Now = a.Now
+	a.Retention = retention.NewService(a.DB, a.Tenants.ForEach, RetentionPurgers(), a.Log.With("component", "retention"), a.now)
 
 	// CSV imports apply their rows through the webhooks' batch upsert as
 	// the tenant's import source; ls writes what they changed.
 	imp := imports.NewService(a.DB, a.Sources, ls.SenderChanged, a.Queue, a.Tenants.ForEach,
-		a.Log.With("component", "imports"), a.Now)
+		a.Log.With("component", "imports"), a.now)
 
 	metrics := a.metricsHandler(rec)
 
 	a.Web = &web.Server{
 		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
 		Leads: ls, Deliveries: reads, Monitor: mon, Reconcile: rc, Events: a.Events,
-		Audit:      &audit.Service{DB: a.DB},
-		Privacy:    privacy.NewService(a.DB, ls, a.Sources, a.Now),
-		Retention:  a.Retention,
-		Rejections: &rejections.Service{DB: a.DB, Now: a.Now},
-		Imports:    imp,
-		Idem: &idempotency.Middleware{
-			Store:  idemStore,
-			Tenant: web.Tenant,
-			WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
-				web.WriteError(w, r, a.Log, err)
-			},
-			MaxBody: web.MaxAPIBody,
-		},
+		Audit:       &audit.Service{DB: a.DB},
+		Privacy:     privacy.NewService(a.DB, ls, a.Sources, a.now),
+		Retention:   a.Retention,
+		Rejections:  &rejections.Service{DB: a.DB, Now: a.now},
+		Imports:     imp,
+		Idem:        web.NewIdempotent(idemStore, a.Log),
 		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
-		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer},
+		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: in.processor, Claimer: in.claimer},
 		Metrics:     metrics,
 		Extra:       a.operatorRoutes(),
 	}
 
-	a.registerTasks(mon, rc, idemStore)
+	a.registerTasks(mon, rc, idemStore, in.processor)
 	a.registerImportTasks(imp)
 	return nil
 }
@@ -176,7 +160,12 @@ func (a *App) startRecorder() *monitor.Recorder {
 // a last write before the database closes (closers run in reverse order),
 // logging lost at warning level when that fails.
 func (a *App) buffered(flush, final func(context.Context) error, lost string) {
-	a.flushers = append(a.flushers, func(ctx context.Context) { _ = flush(ctx) })
+	a.flushers = append(a.flushers, func(ctx context.Context) {
+		if err := flush(ctx); err != nil {
+			// Not lost yet: Close writes the buffer once more.
+			a.Log.Warn("flush at shutdown failed; retried when closing", "err", err)
+		}
+	})
 	a.closers = append(a.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -186,11 +175,18 @@ func (a *App) buffered(flush, final func(context.Context) error, lost string) {
 	})
 }
 
+// ingestParts are the webhook path's pieces buildIngest makes.
+type ingestParts struct {
+	ingest    *webhooks.Ingest
+	processor *webhooks.Processor
+	claimer   *webhooks.Claimer
+}
+
 // buildIngest builds the webhook path (claimer, dispatcher, sightings,
 // rejected-request sampler) and the worker's processor, which tells ls
 // what each batch did and rc of each committed webhook upsert (Meta
-// enrichment).
-func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.Claimer, error) {
+// enrichment). It registers their flushes and closes with the App.
+func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) ingestParts {
 	dispatch := &webhooks.Dispatcher{Queue: a.Queue, Log: a.Log}
 	a.flushers = append(a.flushers, dispatch.Flush)
 	// Duplicates are counted on their delivery by the claim itself; the
@@ -204,7 +200,8 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.C
 	// (at shutdown before the sightings' last flush, which they feed).
 	// Its closer runs before the sightings' (registered above), which
 	// flush what the claimer's last write hands them.
-	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log}
+	claimer := &webhooks.Claimer{DB: a.DB, OnDuplicates: sightings.Add, Memory: a.Cfg.DuplicateMemory, Log: a.Log,
+		Workers: a.opt.claimWorkers, Stagger: a.opt.claimStagger}
 	a.buffered(func(ctx context.Context) error {
 		err := claimer.Shutdown(ctx)
 		if err != nil {
@@ -212,25 +209,36 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) (*webhooks.C
 		}
 		return err
 	}, claimer.Shutdown, "writing the last duplicate counts failed")
-	a.flushers = append(a.flushers, func(ctx context.Context) { _ = sightings.Flush(ctx) })
+	a.flushers = append(a.flushers, func(ctx context.Context) {
+		if err := sightings.Flush(ctx); err != nil {
+			// Safe: the counts stay on their deliveries (dup_count) and
+			// the sightings' last flush at Close moves them again.
+			a.Log.Warn("sightings: flush at shutdown failed", "err", err)
+		}
+	})
 
 	rejected := rejections.NewRecorder(a.DB, a.Log.With("component", "rejections"))
 	rejected.Start()
 	a.buffered(rejected.Flush, rejected.Close, "rejections: final flush failed; the last second's samples are lost")
 
-	a.Ingest = &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
-		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.Now}
-	a.Processor = &webhooks.Processor{DB: a.DB, Reserve: a.OneTrip, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.Now,
+	ingest := &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
+		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.now}
+	processor := &webhooks.Processor{DB: a.DB, Reserve: a.OneTrip, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.now,
 		Leads: ls, Enricher: rc,
+		MaxBatch: a.opt.batch, Runners: a.opt.runners, Gather: a.opt.gather, AssignInTx: a.opt.assignInTx,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
-	return claimer, nil
+	return ingestParts{ingest: ingest, processor: processor, claimer: claimer}
 }
 
 // metricsHandler serves GET /metrics (on LEADPIPE_ADDR and cmd/worker's
 // LEADPIPE_WORKER_ADDR, behind LEADPIPE_METRICS_TOKEN when it is set).
 func (a *App) metricsHandler(rec *monitor.Recorder) http.Handler {
 	insp := asynq.NewInspector(a.Redis)
-	a.closers = append(a.closers, func() { _ = insp.Close() })
+	a.closers = append(a.closers, func() {
+		if err := insp.Close(); err != nil {
+			a.Log.Warn("closing the metrics' queue inspector", "err", err) // at exit: nothing depends on it
+		}
+	})
 	return monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
 		QueueSet: []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueLow}, Log: a.Log})
 }
@@ -242,7 +250,11 @@ func (a *App) operatorRoutes() []func(r web.Router) {
 		return nil
 	}
 	h := asynqmon.New(asynqmon.Options{RootPath: QueuesPath, RedisConnOpt: a.Redis})
-	a.closers = append(a.closers, func() { _ = h.Close() })
+	a.closers = append(a.closers, func() {
+		if err := h.Close(); err != nil {
+			a.Log.Warn("closing the queue dashboard", "err", err) // at exit: nothing depends on it
+		}
+	})
 	return []func(r web.Router){func(r web.Router) {
 		// Unsafe requests (the dashboard's delete/run/archive buttons)
 		// pass the same cross-origin protection as every other form: the
@@ -258,20 +270,20 @@ func (a *App) operatorRoutes() []func(r web.Router) {
 }
 
 // registerTasks gives the worker every task handler and periodic task.
-func (a *App) registerTasks(mon *monitor.Service, rc *reconcile.Service, idem *idempotency.Store) {
+func (a *App) registerTasks(mon *monitor.Service, rc *reconcile.Service, idem *idempotency.Store, proc *webhooks.Processor) {
 	j := a.Jobs
 	j.Handle(monitor.TypeEvaluate, mon.HandleEvaluate)
 	j.Every(jobs.Periodic{Type: monitor.TypeEvaluate, Every: time.Minute, Queue: jobs.QueueDefault})
 	j.Handle(monitor.TypePurge, mon.HandlePurge)
 	j.Every(jobs.Periodic{Type: monitor.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
 
-	j.Handle(webhooks.TypeProcessDelivery, a.Processor.HandleProcess)
-	j.OnFailure(webhooks.TypeProcessDelivery, a.Processor.HandleFinalFailure)
-	j.Handle(webhooks.TypeProcessBatch, a.Processor.HandleBatch)
-	j.OnFailure(webhooks.TypeProcessBatch, a.Processor.HandleFinalFailure)
+	j.Handle(webhooks.TypeProcessDelivery, proc.HandleProcess)
+	j.OnFailure(webhooks.TypeProcessDelivery, proc.HandleFinalFailure)
+	j.Handle(webhooks.TypeProcessBatch, proc.HandleBatch)
+	j.OnFailure(webhooks.TypeProcessBatch, proc.HandleFinalFailure)
 	sweepAfter := a.Cfg.SweepAfter
 	j.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
-		_, err := a.Processor.Sweep(ctx, sweepAfter)
+		_, err := proc.Sweep(ctx, sweepAfter)
 		return err
 	})
 	j.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,8 @@ type Options struct {
 	PasswordCost int
 
 	WorkerConcurrency int // the worker's task concurrency (default 8; cmd/worker's is 64)
+	// Now is the clock every service is built with (nil: time.Now).
+	Now func() time.Time
 }
 
 // Env is a running application.
@@ -110,7 +113,11 @@ func New(t testing.TB, prefix string, o Options) *Env {
 	flushRedis(t, cfg)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, log)
+	var opts []app.Option
+	if o.Now != nil {
+		opts = append(opts, app.WithClock(o.Now))
+	}
+	a, err := app.Open(ctx, cfg, log, opts...)
 	if err != nil {
 		cancel()
 		t.Fatalf("apptest: open app: %v", err)
@@ -240,3 +247,18 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
+
+// Clock is a clock a test gives the app (Options.Now: clock.Now): the
+// wall clock until Set stops it at a time.
+type Clock struct{ at atomic.Pointer[time.Time] }
+
+// Now is the set time, or the wall clock's.
+func (c *Clock) Now() time.Time {
+	if t := c.at.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+// Set stops the clock at t.
+func (c *Clock) Set(t time.Time) { c.at.Store(&t) }

@@ -148,8 +148,8 @@ func (s *Store) Do(ctx context.Context, req Request, run func(k *Key) (Response,
 // release gives a claim up even when ctx is cancelled; a failure only
 // delays retries until the lock deadline.
 func (s *Store) release(ctx context.Context, c Claim) {
-	if err := s.Release(context.WithoutCancel(ctx), c); err != nil && s.Log != nil {
-		s.Log.WarnContext(ctx, "idempotency: release claim", "err", err)
+	if err := s.Release(context.WithoutCancel(ctx), c); err != nil && s.log != nil {
+		s.log.WarnContext(ctx, "idempotency: release claim", "err", err)
 	}
 }
 

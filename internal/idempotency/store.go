@@ -41,25 +41,30 @@ var ErrClaimLost = errors.New("idempotency: claim taken over by a retry")
 // Settings are atomics so tests can change them while the server runs.
 type Store struct {
 	DB  *sqlx.DB
-	Log *slog.Logger // claims that could not be released (nil: silent)
-	// EachTenant visits every tenant (tenants.Service.ForEach, the one
+	log *slog.Logger // claims that could not be released (nil: silent)
+	// eachTenant visits every tenant (tenants.Service.ForEach, the one
 	// for-each-tenant iterator); Purge walks the keys tenant by tenant. It
 	// is injected because the tenants area creates users and tokens under
 	// keys of this store, so it imports this package.
-	EachTenant func(ctx context.Context, fn func(tenantID string) error) error
+	eachTenant func(ctx context.Context, fn func(tenantID string) error) error
 	ttl        atomic.Int64
 	lock       atomic.Int64
 	clock      atomic.Pointer[func() time.Time]
 }
 
 // NewStore returns a store whose keys live for ttl (24 h when zero).
-func NewStore(d *sqlx.DB, ttl time.Duration) *Store {
-	s := &Store{DB: d}
+// eachTenant visits every tenant for the purge (nil: Purge fails); log
+// hears of claims that could not be released (nil: silent); now is the
+// clock (nil: the wall clock).
+func NewStore(d *sqlx.DB, ttl time.Duration, eachTenant func(ctx context.Context, fn func(tenantID string) error) error,
+	log *slog.Logger, now func() time.Time) *Store {
+	s := &Store{DB: d, eachTenant: eachTenant, log: log}
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
 	s.SetTTL(ttl)
 	s.SetLockTimeout(DefaultLockTimeout)
+	s.SetClock(now)
 	return s
 }
 
@@ -277,10 +282,10 @@ const purgeBatch = 1000
 func (s *Store) Purge(ctx context.Context) (int, error) {
 	now := s.now()
 	total := 0
-	if s.EachTenant == nil {
-		return 0, errors.New("idempotency: Store.EachTenant is not set")
+	if s.eachTenant == nil {
+		return 0, errors.New("idempotency: the store was built without a way to visit every tenant")
 	}
-	err := s.EachTenant(ctx, func(tenantID string) error {
+	err := s.eachTenant(ctx, func(tenantID string) error {
 		for {
 			res, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys
 				WHERE tenant_id = ? AND expires_at <= ? AND (state = 'completed' OR locked_until <= ?) LIMIT ?`,

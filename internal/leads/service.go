@@ -180,9 +180,19 @@ func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, 
 }
 
 // NewService returns a service with production settings.
-func NewService(d *sqlx.DB, dl DeliveryLog, ev Emitter) *Service {
-	return &Service{DB: d, Now: time.Now, Deliveries: dl, Events: ev, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
+func NewService(d *sqlx.DB, dl DeliveryLog, ev Emitter, opts ...Option) *Service {
+	s := &Service{DB: d, Now: time.Now, Deliveries: dl, Events: ev, IndexBudget: defaultIndexBudget, ScanBudget: defaultScanBudget}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Option tunes a Service at construction.
+type Option func(*Service)
+
+// WithClock makes the service read the time from now instead of time.Now.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.Now = now } }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
 

@@ -192,8 +192,8 @@ func (s *Service) OpenEndpointAlert(ctx context.Context, tx db.Ext, tenantID, en
 	if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
 		return err
 	}
-	if s.Fired != nil {
-		return s.Fired.AlertFired(ctx, tx, tenantID, a)
+	if s.fired != nil {
+		return s.fired.AlertFired(ctx, tx, tenantID, a)
 	}
 	return nil
 }

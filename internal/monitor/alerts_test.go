@@ -60,7 +60,8 @@ func listAlerts(t testing.TB, e *apptest.Env, token, state string) []apiAlert {
 // that source (two evaluators racing every minute), which can be
 // acknowledged and resolves by itself after the storm.
 func TestRetryStormRaisesOneAlertThatResolves(t *testing.T) {
-	e := apptest.New(t, "monitor_storm", apptest.Options{RedisDB: apptest.RedisMonitor})
+	var clock apptest.Clock
+	e := apptest.New(t, "monitor_storm", apptest.Options{RedisDB: apptest.RedisMonitor, Now: clock.Now})
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	rec := svc.Recorder
@@ -211,7 +212,7 @@ func TestRetryStormRaisesOneAlertThatResolves(t *testing.T) {
 	}
 
 	// The periodic task runs the evaluator on the service's clock.
-	svc.Now = func() time.Time { return t0.Add(1600 * time.Minute) }
+	clock.Set(t0.Add(1600 * time.Minute))
 	if err := e.App.Jobs.Mux().ProcessTask(ctx, asynq.NewTask(monitor.TypeEvaluate, nil)); err != nil {
 		t.Fatalf("task: %v", err)
 	}

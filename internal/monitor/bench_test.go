@@ -73,7 +73,7 @@ func BenchmarkStats30d(b *testing.B) {
 	d, _ := dbtest.New(b, "monitor_b30")
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
-	svc := monitor.NewService(d, nil, nil, rec, nil)
+	svc := monitor.NewService(d, nil, nil, rec, nil, monitor.NoFirstResponses{}, nil, nil)
 	tenant := ids.New()
 	end := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	from := end.Add(-30 * 24 * time.Hour)

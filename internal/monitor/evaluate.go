@@ -170,8 +170,8 @@ func (s *Service) fire(ctx context.Context, tenantID, sourceID, rule string, now
 		if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
 			return err
 		}
-		if s.Fired != nil {
-			return s.Fired.AlertFired(ctx, tx, tenantID, a)
+		if s.fired != nil {
+			return s.fired.AlertFired(ctx, tx, tenantID, a)
 		}
 		return nil
 	})

@@ -29,7 +29,7 @@ func sumBuckets(bs []monitor.Bucket) (del, dup, rej int64) {
 func TestRecorderConcurrentAddsAreExact(t *testing.T) {
 	d, _ := dbtest.New(t, "monitor_rec")
 	recs := []*monitor.Recorder{monitor.NewRecorder(d, nil), monitor.NewRecorder(d, nil)}
-	svc := monitor.NewService(d, nil, nil, recs[0], nil)
+	svc := monitor.NewService(d, nil, nil, recs[0], nil, monitor.NoFirstResponses{}, nil, nil)
 	tenant, src := ids.New(), ids.New()
 	const workers, perWorker = 16, 5000
 
@@ -103,7 +103,7 @@ func TestRecorderFlushFailureRetries(t *testing.T) {
 	d, _ := dbtest.New(t, "monitor_fail")
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
-	svc := monitor.NewService(d, nil, nil, rec, nil)
+	svc := monitor.NewService(d, nil, nil, rec, nil, monitor.NoFirstResponses{}, nil, nil)
 	tenant, src := ids.New(), ids.New()
 
 	rec.Add(tenant, src, monitor.Deliveries, 10, t0)
@@ -192,7 +192,7 @@ func TestStatsBucketsAlignedWithZeros(t *testing.T) {
 	d, _ := dbtest.New(t, "monitor_stats")
 	ctx := context.Background()
 	rec := monitor.NewRecorder(d, nil)
-	svc := monitor.NewService(d, nil, nil, rec, nil)
+	svc := monitor.NewService(d, nil, nil, rec, nil, monitor.NoFirstResponses{}, nil, nil)
 	tenant, src, other := ids.New(), ids.New(), ids.New()
 	rec.Add(tenant, src, monitor.Deliveries, 40, t0.Add(7*time.Minute))
 	rec.Add(tenant, src, monitor.Duplicates, 10, t0.Add(7*time.Minute))

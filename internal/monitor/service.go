@@ -24,19 +24,21 @@ type Service struct {
 	Sources  *sources.Service
 	Recorder *Recorder
 	Log      *slog.Logger
-	Now      func() time.Time // injectable clock (tests)
+	clock    func() time.Time
 
 	// Retention of the per-minute and hourly rows (daily rows are kept).
 	MinuteRetention, HourRetention time.Duration
 
-	// Fired is told, in the transaction that fires an alert, of the
+	// fired is told, in the transaction that fires an alert, of the
 	// alert (outbound alert.fired events are written there: the events
 	// area's outbox); nil: nobody.
-	Fired FiredSink
+	fired FiredSink
 
-	// Leads answers the sla_breach rule's question (overdue first
-	// responses); nil: the rule is not evaluated. Wired in internal/app.
-	Leads FirstResponses
+	// leads answers the sla_breach rule's question (overdue first
+	// responses). Required: without it an enabled sla_breach rule fails
+	// its evaluation instead of never firing (NoFirstResponses says so on
+	// purpose).
+	leads FirstResponses
 }
 
 // FiredSink is told of each alert in the transaction that fires it.
@@ -44,16 +46,23 @@ type FiredSink interface {
 	AlertFired(ctx context.Context, tx db.Ext, tenantID string, a Alert) error
 }
 
-// NewService builds the service.
-func NewService(d *sqlx.DB, ts *tenants.Service, ss *sources.Service, rec *Recorder, log *slog.Logger) *Service {
+// NewService builds the service. leads counts overdue first responses for
+// the sla_breach rule; fired (nil: nobody) is told of each alert fired;
+// now is the clock (nil: the wall clock).
+func NewService(d *sqlx.DB, ts *tenants.Service, ss *sources.Service, rec *Recorder, log *slog.Logger,
+	leads FirstResponses, fired FiredSink, now func() time.Time) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{DB: d, Tenants: ts, Sources: ss, Recorder: rec, Log: log, Now: time.Now,
-		MinuteRetention: 35 * 24 * time.Hour, HourRetention: 400 * 24 * time.Hour}
+	return &Service{DB: d, Tenants: ts, Sources: ss, Recorder: rec, Log: log, clock: now,
+		MinuteRetention: 35 * 24 * time.Hour, HourRetention: 400 * 24 * time.Hour,
+		fired: fired, leads: leads}
 }
 
-func (s *Service) now() time.Time { return clock.Read(s.Now) }
+func (s *Service) now() time.Time { return clock.Read(s.clock) }
+
+// Now is the service's clock (the charts' default end).
+func (s *Service) Now() time.Time { return s.now() }
 
 // Bucket is one step of a source's statistics.
 type Bucket struct {

@@ -27,6 +27,15 @@ type FirstResponses interface {
 	OverdueCount(ctx context.Context, tenantID string, dueBefore time.Time) (leads.Overdue, error)
 }
 
+// NoFirstResponses is the FirstResponses of a monitor that counts no leads
+// (tests of the per-source rules): nothing is ever overdue.
+type NoFirstResponses struct{}
+
+// OverdueCount answers that no lead is overdue.
+func (NoFirstResponses) OverdueCount(context.Context, string, time.Time) (leads.Overdue, error) {
+	return leads.Overdue{}, nil
+}
+
 // SLARules are a tenant's sla_breach settings: the rule fires when at least
 // MinOverdue leads have been overdue for their first response for
 // ForSeconds or more, and resolves as soon as fewer are (a person answered,
@@ -176,12 +185,8 @@ func (r SLARules) checkSLA(od leads.Overdue) (bool, map[string]any) {
 
 // evaluateSLA checks the tenant's sla_breach rule at now: it fires once
 // when enough leads are overdue and resolves at the first evaluation that
-// finds fewer. Without a FirstResponses (tests of other areas) it does
-// nothing.
+// finds fewer.
 func (s *Service) evaluateSLA(ctx context.Context, tenantID string, now time.Time, open map[openKey]Alert) error {
-	if s.Leads == nil {
-		return nil
-	}
 	r, err := getSLARules(ctx, s.DB, tenantID)
 	if err != nil {
 		return err
@@ -190,7 +195,10 @@ func (s *Service) evaluateSLA(ctx context.Context, tenantID string, now time.Tim
 	if !r.Enabled && !isOpen {
 		return nil // off: not even a count
 	}
-	od, err := s.Leads.OverdueCount(ctx, tenantID, now.Add(-time.Duration(r.ForSeconds)*time.Second))
+	if s.leads == nil {
+		return errors.New("sla_breach: the monitor was built without a count of overdue leads")
+	}
+	od, err := s.leads.OverdueCount(ctx, tenantID, now.Add(-time.Duration(r.ForSeconds)*time.Second))
 	if err != nil {
 		return err
 	}

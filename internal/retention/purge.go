@@ -98,7 +98,7 @@ func (s *Service) HandlePurge(ctx context.Context, _ *asynq.Task) error {
 func (s *Service) Purge(ctx context.Context) (Report, error) {
 	var total Report
 	var first error
-	err := s.EachTenant(ctx, func(tenantID string) error {
+	err := s.eachTenant(ctx, func(tenantID string) error {
 		rep, err := s.PurgeTenant(ctx, tenantID)
 		total.add(rep)
 		if ctx.Err() != nil {

@@ -46,10 +46,10 @@ type Input struct {
 // Service reads and changes retention settings and runs the purge.
 type Service struct {
 	DB *sqlx.DB
-	// EachTenant visits every tenant (tenants.Service.ForEach).
-	EachTenant func(ctx context.Context, fn func(tenantID string) error) error
+	// eachTenant visits every tenant (tenants.Service.ForEach).
+	eachTenant func(ctx context.Context, fn func(tenantID string) error) error
 	Log        *slog.Logger
-	Now        func() time.Time
+	clock      func() time.Time
 	Purgers    Purgers
 	// Batch is how many rows one purge statement walks at most.
 	Batch int
@@ -74,19 +74,19 @@ const (
 )
 
 // NewService returns the service on d.
-func NewService(d *sqlx.DB, eachTenant func(ctx context.Context, fn func(tenantID string) error) error, purgers Purgers, log *slog.Logger) *Service {
+func NewService(d *sqlx.DB, eachTenant func(ctx context.Context, fn func(tenantID string) error) error, purgers Purgers, log *slog.Logger, now func() time.Time) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{DB: d, EachTenant: eachTenant, Purgers: purgers, Log: log, Now: time.Now,
+	return &Service{DB: d, eachTenant: eachTenant, Purgers: purgers, Log: log, clock: now,
 		Batch: DefaultBatch, Pause: DefaultPause, PauseFactor: DefaultPauseFactor, MaxRun: DefaultMaxRun}
 }
 
 func (s *Service) now() time.Time {
-	if s.Now == nil {
+	if s.clock == nil {
 		return time.Now().UTC()
 	}
-	return s.Now().UTC()
+	return s.clock().UTC()
 }
 
 // Get returns the tenant's settings (the defaults when never changed).

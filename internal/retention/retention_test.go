@@ -199,8 +199,7 @@ func TestPurge(t *testing.T) {
 		}
 		return b, err
 	}
-	svc := retention.NewService(d, e.App.Tenants.ForEach, purgers, nil)
-	svc.Now = func() time.Time { return cut.Add(10 * 24 * time.Hour) }
+	svc := retention.NewService(d, e.App.Tenants.ForEach, purgers, nil, func() time.Time { return cut.Add(10 * 24 * time.Hour) })
 	svc.Batch, svc.Pause = 5, 0
 	if _, err := svc.Purge(runCtx); err == nil {
 		t.Fatal("a cancelled purge reported success")

@@ -30,7 +30,7 @@ type Service struct {
 	DB      *sqlx.DB
 	Box     *atrest.Box
 	BaseURL string // LEADPIPE_BASE_URL
-	Now     func() time.Time
+	clock   func() time.Time
 
 	Checks
 
@@ -60,12 +60,13 @@ type Checks struct {
 }
 
 // NewService returns a service.
-func NewService(d *sqlx.DB, box *atrest.Box, baseURL string, checks Checks) *Service {
+// The time is read from now (nil: the wall clock).
+func NewService(d *sqlx.DB, box *atrest.Box, baseURL string, checks Checks, now func() time.Time) *Service {
 	return &Service{DB: d, Box: box, BaseURL: strings.TrimRight(baseURL, "/"), Checks: checks,
-		Now: func() time.Time { return time.Now().UTC() }, CacheTTL: 2 * time.Second}
+		clock: now, CacheTTL: 2 * time.Second}
 }
 
-func (s *Service) now() time.Time { return clock.Read(s.Now) }
+func (s *Service) now() time.Time { return clock.Read(s.clock) }
 
 func aad(tenantID, sourceID, purpose string) string { return tenantID + "/" + sourceID + "/" + purpose }
 

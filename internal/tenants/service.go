@@ -26,15 +26,16 @@ type Service struct {
 	DB *sqlx.DB
 	// PasswordCost is the bcrypt cost; tests lower it.
 	PasswordCost int
-	Now          func() time.Time
+	clock        func() time.Time
 }
 
-// NewService returns a service with production settings.
-func NewService(d *sqlx.DB) *Service {
-	return &Service{DB: d, PasswordCost: 11, Now: func() time.Time { return time.Now().UTC() }}
+// NewService returns a service with production settings reading the time
+// from now (nil: the wall clock).
+func NewService(d *sqlx.DB, now func() time.Time) *Service {
+	return &Service{DB: d, PasswordCost: 11, clock: now}
 }
 
-func (s *Service) now() time.Time { return clock.Read(s.Now) }
+func (s *Service) now() time.Time { return clock.Read(s.clock) }
 
 // ProvisionInput is the operator's request for a new tenant.
 type ProvisionInput struct {

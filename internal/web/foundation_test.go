@@ -127,10 +127,11 @@ func TestTenantIsolationSources(t *testing.T) {
 }
 
 func TestSecretRotationGrace(t *testing.T) {
-	e := apptest.New(t, "web_rot", apptest.Options{RedisDB: apptest.RedisWeb})
+	var clock apptest.Clock
+	e := apptest.New(t, "web_rot", apptest.Options{RedisDB: apptest.RedisWeb, Now: clock.Now})
 	a := e.Tenant("rot")
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	e.App.Sources.Now = func() time.Time { return now }
+	clock.Set(now)
 	ctx := context.Background()
 	src, old, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "meta", Secret: "old-secret"})
 	if err != nil {
@@ -157,10 +158,12 @@ func TestSecretRotationGrace(t *testing.T) {
 		t.Fatalf("during grace want [new old], got %v", s)
 	}
 	now = now.Add(time.Duration(grace-1) * time.Second)
+	clock.Set(now)
 	if s := live(); len(s) != 2 {
 		t.Fatalf("just before grace end: %v", s)
 	}
 	now = now.Add(2 * time.Second)
+	clock.Set(now)
 	if s := live(); len(s) != 1 || s[0] != v.Secret {
 		t.Fatalf("after grace want [new], got %v", s)
 	}

@@ -1,7 +1,10 @@
 package web_test
 
 import (
+	"go/ast"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +103,118 @@ func TestNoDomainPackageImportsTheWebLayer(t *testing.T) {
 			t.Errorf("webImporters lists %s, which no longer imports internal/web: remove it", rel)
 		}
 	}
+}
+
+// httpOutsideWeb lists the packages outside internal/web allowed to
+// define net/http handlers, each with its reason. An entry that no longer
+// defines one fails the test.
+var httpOutsideWeb = map[string]string{
+	"internal/reconcile/fakeapi": "stand-ins for the senders' own APIs (Typeform, Meta's Graph API, a generic list) that tests and benchmarks pull from; not Leadpipe's HTTP surface",
+	"internal/monitor":           "NewMetricsHandler is the Prometheus client's handler (promhttp) over the monitor's collectors; internal/web mounts it at /metrics",
+}
+
+// Only internal/web speaks HTTP: no other package under internal (but the
+// wiring) declares a handler: a function taking an http.ResponseWriter, a
+// ServeHTTP method, an http.HandlerFunc conversion or a function returning
+// an http.Handler. Test files are exempt (fake servers).
+func TestNoHTTPHandlersOutsideTheWebLayer(t *testing.T) {
+	root := filepath.Join("..", "..")
+	skip := map[string]bool{"internal/app": true, "internal/apptest": true}
+	seen := map[string]bool{}
+	checked := 0
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || skip[rel] || strings.Contains(rel, "testdata") {
+			return nil
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(path, name), nil, 0)
+			if err != nil {
+				return err
+			}
+			checked++
+			for _, what := range httpHandlersIn(f) {
+				if _, ok := httpOutsideWeb[rel]; ok {
+					seen[rel] = true
+					continue
+				}
+				t.Errorf("%s/%s %s: handlers live in internal/web, which calls the domain and maps its errors", rel, name, what)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("only %d files checked: the walk is broken", checked)
+	}
+	for rel := range httpOutsideWeb {
+		if !seen[rel] {
+			t.Errorf("httpOutsideWeb lists %s, which defines no handler any more: remove it", rel)
+		}
+	}
+}
+
+// httpHandlersIn names what in f makes an HTTP handler.
+func httpHandlersIn(f *ast.File) []string {
+	isHTTP := func(e ast.Expr, name string) bool {
+		if st, ok := e.(*ast.StarExpr); ok {
+			e = st.X
+		}
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != name {
+			return false
+		}
+		id, ok := sel.X.(*ast.Ident)
+		return ok && id.Name == "http"
+	}
+	var out []string
+	checkType := func(ft *ast.FuncType, where string) {
+		if ft.Params != nil {
+			for _, p := range ft.Params.List {
+				if isHTTP(p.Type, "ResponseWriter") {
+					out = append(out, where+" takes an http.ResponseWriter")
+				}
+			}
+		}
+		if ft.Results != nil {
+			for _, r := range ft.Results.List {
+				if isHTTP(r.Type, "Handler") || isHTTP(r.Type, "HandlerFunc") {
+					out = append(out, where+" returns an http.Handler")
+				}
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.FuncDecl:
+			if x.Recv != nil && x.Name.Name == "ServeHTTP" {
+				out = append(out, "declares ServeHTTP")
+			}
+			checkType(x.Type, "func "+x.Name.Name)
+		case *ast.FuncLit:
+			checkType(x.Type, "a func literal")
+		case *ast.CallExpr:
+			if isHTTP(x.Fun, "HandlerFunc") {
+				out = append(out, "converts to http.HandlerFunc")
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // A server missing a subsystem is a startup error naming it, not a route

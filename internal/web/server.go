@@ -13,7 +13,6 @@ import (
 	"leadpipe/internal/audit"
 	"leadpipe/internal/config"
 	"leadpipe/internal/events"
-	"leadpipe/internal/idempotency"
 	"leadpipe/internal/imports"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
@@ -38,19 +37,19 @@ type Server struct {
 	// Ready reports what is not ready (empty when all is well) for /readyz.
 	Ready func(ctx context.Context) map[string]string
 
-	Leads       *leads.Service          // leads API and pages: list, search, edit, notes, timeline
-	Idem        *idempotency.Middleware // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
-	DeliveryOps DeliveryAdmin           // deliveries API: list by state, reprocess, mapping preview (webhooks.Admin)
-	Deliveries  *webhooks.Reads         // what sources received (source pages)
-	Monitor     *monitor.Service        // duplicate-rate statistics, alert rules and alerts
-	Reconcile   *reconcile.Service      // reconcile runs: list and "Reconcile now"
-	Events      *events.Service         // outbound endpoints, events, attempts, replay
-	Rejections  *rejections.Service     // a source's rejected requests (inspector)
-	Audit       *audit.Service          // the audit log: API and admin page
-	Privacy     *privacy.Service        // a lead's export and erasure
-	Retention   *retention.Service      // retention settings (API, settings page)
-	Imports     *imports.Service        // CSV imports: upload, progress, refused rows
-	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
+	Leads       *leads.Service      // leads API and pages: list, search, edit, notes, timeline
+	Idem        *Idempotent         // Idempotency-Key on the leads API's POSTs; its store keys the UI's create forms
+	DeliveryOps DeliveryAdmin       // deliveries API: list by state, reprocess, mapping preview (webhooks.Admin)
+	Deliveries  *webhooks.Reads     // what sources received (source pages)
+	Monitor     *monitor.Service    // duplicate-rate statistics, alert rules and alerts
+	Reconcile   *reconcile.Service  // reconcile runs: list and "Reconcile now"
+	Events      *events.Service     // outbound endpoints, events, attempts, replay
+	Rejections  *rejections.Service // a source's rejected requests (inspector)
+	Audit       *audit.Service      // the audit log: API and admin page
+	Privacy     *privacy.Service    // a lead's export and erasure
+	Retention   *retention.Service  // retention settings (API, settings page)
+	Imports     *imports.Service    // CSV imports: upload, progress, refused rows
+	ui          *uiState            // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
 	Metrics http.Handler // GET /metrics

@@ -1,4 +1,4 @@
-package idempotency_test
+package web_test
 
 import (
 	"bytes"
@@ -40,14 +40,9 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	e := apptest.New(t, "idem", apptest.Options{RedisDB: apptest.RedisIdempotency})
-	r := &rig{t: t, e: e, store: idempotency.NewStore(e.App.DB, time.Hour), tenant: e.Tenant("idem-a").ID}
-	r.store.EachTenant = e.App.Tenants.ForEach
+	r := &rig{t: t, e: e, store: idempotency.NewStore(e.App.DB, time.Hour, e.App.Tenants.ForEach, nil, nil), tenant: e.Tenant("idem-a").ID}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := &idempotency.Middleware{
-		Store:      r.store,
-		Tenant:     func(req *http.Request) string { return req.Header.Get("X-Tenant") },
-		WriteError: func(w http.ResponseWriter, req *http.Request, err error) { web.WriteError(w, req, log, err) },
-	}
+	m := web.NewIdempotent(r.store, log)
 	svc := leads.NewService(e.App.DB, webhooks.NewReads(e.App.DB), nil)
 	h := m.Wrap(func(ctx context.Context, req *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
 		in, err := leads.ParseCreate(body)
@@ -72,7 +67,11 @@ func newRig(t *testing.T) *rig {
 		}
 		return respond(l)
 	})
-	srv := httptest.NewServer(web.RequestLog(log)(h)) // RequestLog turns a panic into a 500
+	// The acting tenant is the X-Tenant header's (no token to look up).
+	asTenant := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		h(w, req.WithContext(web.WithPrincipal(req.Context(), tenants.Principal{TenantID: req.Header.Get("X-Tenant")})))
+	})
+	srv := httptest.NewServer(web.RequestLog(log)(asTenant)) // RequestLog turns a panic into a 500
 	t.Cleanup(srv.Close)
 	r.url = srv.URL
 	return r
@@ -340,7 +339,7 @@ func TestReplayIsOnePrimaryKeyRead(t *testing.T) {
 	}
 	defer d.Close()
 	d.SetMaxOpenConns(1)
-	store := idempotency.NewStore(d, time.Hour)
+	store := idempotency.NewStore(d, time.Hour, nil, nil, nil)
 	status := func() map[string]int {
 		var rows []struct {
 			Name  string `db:"Variable_name"`

@@ -1,4 +1,4 @@
-package idempotency
+package web
 
 import (
 	"context"
@@ -9,28 +9,42 @@ import (
 	"strconv"
 	"strings"
 
+	"log/slog"
+
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/idempotency"
 )
 
-// HandlerFunc is a write handler run under a claimed key: it parses the
+// IdempotentFunc is a write handler run under a claimed key: it parses the
 // request and calls the service with key (which completes it in the
-// write's transaction, see InTx), and returns the response to send. An
-// error is rendered by Middleware.WriteError. A request rejected by
+// write's transaction, see idempotency.InTx), and returns the response to
+// send. An error is rendered by WriteError. A request rejected by
 // validation (400, 422) is not stored under its key (Stripe's rule: the
 // write never began), so the client can fix the body and retry with the
 // same key; other 4xx outcomes (404, 409, …) are stored like any other;
 // 5xx release the key.
-type HandlerFunc func(ctx context.Context, r *http.Request, body []byte, key *Key) (Response, error)
+type IdempotentFunc func(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error)
 
-// Middleware wraps write handlers that require an Idempotency-Key.
-type Middleware struct {
-	Store *Store
-	// Tenant returns the acting tenant of an authenticated request.
-	Tenant func(r *http.Request) string
-	// WriteError renders an error (the web package's one error mapping).
-	WriteError func(w http.ResponseWriter, r *http.Request, err error)
-	// MaxBody caps request bodies (1 MiB when zero).
-	MaxBody int64
+// Idempotent wraps write handlers that require an Idempotency-Key: the
+// HTTP side of internal/idempotency's store (docs/API.md, "Leads,
+// idempotency and concurrency").
+type Idempotent struct {
+	// Store claims keys and keeps their outcomes; its Do also keys the
+	// UI's create forms (ui_once.go).
+	Store   *idempotency.Store
+	log     *slog.Logger
+	maxBody int64
+}
+
+// NewIdempotent returns the middleware over store, logging internal errors
+// to log, with request bodies capped at MaxAPIBody.
+func NewIdempotent(store *idempotency.Store, log *slog.Logger) *Idempotent {
+	return &Idempotent{Store: store, log: log, maxBody: MaxAPIBody}
+}
+
+// writeError renders err through the one error mapping.
+func (m *Idempotent) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(w, r, m.log, err)
 }
 
 // Wrap returns an http.HandlerFunc that runs h at most once per key.
@@ -40,24 +54,24 @@ type Middleware struct {
 // that also completes the key, commit, respond. A panic in h leaves the
 // claim in progress until its lock deadline, exactly as a crashed process
 // would; a retry after that runs again (the transaction never committed).
-func (m *Middleware) Wrap(h HandlerFunc) http.HandlerFunc {
+func (m *Idempotent) Wrap(h IdempotentFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, err := ParseKey(r.Header.Values(Header))
+		key, err := idempotency.ParseKey(r.Header.Values(idempotency.Header))
 		if err != nil {
-			m.WriteError(w, r, err)
+			m.writeError(w, r, err)
 			return
 		}
 		body, err := m.readBody(w, r)
 		if err != nil {
-			m.WriteError(w, r, err)
+			m.writeError(w, r, err)
 			return
 		}
-		canon, err := Canonical(body)
+		canon, err := idempotency.Canonical(body)
 		if err != nil {
-			m.WriteError(w, r, apperr.Wrap(apperr.BadRequest, err, "malformed JSON: %s", err.Error()))
+			m.writeError(w, r, apperr.Wrap(apperr.BadRequest, err, "malformed JSON: %s", err.Error()))
 			return
 		}
-		m.Run(w, r, key, Fingerprint(r.Method, r.URL.Path, canon), func(ctx context.Context, k *Key) (Response, error) {
+		m.Run(w, r, key, idempotency.Fingerprint(r.Method, r.URL.Path, canon), func(ctx context.Context, k *idempotency.Key) (idempotency.Response, error) {
 			return h(ctx, r, body, k)
 		})
 	}
@@ -67,37 +81,37 @@ func (m *Middleware) Wrap(h HandlerFunc) http.HandlerFunc {
 // caller computed (a streamed body, e.g. a CSV upload hashed while it was
 // read), and answers as Wrap does: the stored response on a replay, 409
 // while the first is in progress, 422 for another request under the key.
-func (m *Middleware) Run(w http.ResponseWriter, r *http.Request, key string, fp [32]byte,
-	h func(ctx context.Context, k *Key) (Response, error)) {
-	req := Request{TenantID: m.Tenant(r), Key: key, Fingerprint: fp}
-	out, err := m.Store.Do(r.Context(), req, func(k *Key) (Response, error) {
+func (m *Idempotent) Run(w http.ResponseWriter, r *http.Request, key string, fp [32]byte,
+	h func(ctx context.Context, k *idempotency.Key) (idempotency.Response, error)) {
+	req := idempotency.Request{TenantID: Tenant(r), Key: key, Fingerprint: fp}
+	out, err := m.Store.Do(r.Context(), req, func(k *idempotency.Key) (idempotency.Response, error) {
 		resp, err := h(r.Context(), k)
-		if err == nil || errors.Is(err, ErrClaimLost) || rejectedByValidation(err) {
+		if err == nil || errors.Is(err, idempotency.ErrClaimLost) || rejectedByValidation(err) {
 			return resp, err // a validation error releases the key (rendered below)
 		}
 		return m.render(r, err), nil // stored when 4xx, released when 5xx
 	})
 	switch {
-	case errors.Is(err, ErrClaimLost):
+	case errors.Is(err, idempotency.ErrClaimLost):
 		// A retry took the claim over after our lock deadline; our write
 		// rolled back, the retry's outcome is the one that counts.
 		w.Header().Set("Retry-After", "1")
-		m.WriteError(w, r, apperr.New(apperr.Conflict,
+		m.writeError(w, r, apperr.New(apperr.Conflict,
 			"this request took too long and was superseded by a retry with the same Idempotency-Key: retry to get its response"))
 	case err != nil:
-		m.WriteError(w, r, err)
-	case out.Decision == Replay:
+		m.writeError(w, r, err)
+	case out.Decision == idempotency.Replay:
 		out.Response.Header.Set("Idempotent-Replayed", "true")
-		write(w, out.Response)
-	case out.Decision == InProgress:
+		writeStored(w, out.Response)
+	case out.Decision == idempotency.InProgress:
 		w.Header().Set("Retry-After", "1")
-		m.WriteError(w, r, apperr.New(apperr.Conflict,
+		m.writeError(w, r, apperr.New(apperr.Conflict,
 			"a request with this Idempotency-Key is still in progress: retry shortly to get its response"))
-	case out.Decision == Mismatch:
-		m.WriteError(w, r, apperr.InvalidFields(map[string]string{
-			Header: "was already used for a different request (method, path or body): use a new key for a new request"}))
+	case out.Decision == idempotency.Mismatch:
+		m.writeError(w, r, apperr.InvalidFields(map[string]string{
+			idempotency.Header: "was already used for a different request (method, path or body): use a new key for a new request"}))
 	default:
-		write(w, out.Response)
+		writeStored(w, out.Response)
 	}
 }
 
@@ -110,20 +124,20 @@ func rejectedByValidation(err error) bool {
 }
 
 // render is what WriteError answers for err, as a response to store.
-func (m *Middleware) render(r *http.Request, err error) Response {
+func (m *Idempotent) render(r *http.Request, err error) idempotency.Response {
 	rec := &recorder{header: http.Header{}}
-	m.WriteError(rec, r, err)
-	return Response{Status: rec.status, Header: rec.header, Body: rec.body}
+	m.writeError(rec, r, err)
+	return idempotency.Response{Status: rec.status, Header: rec.header, Body: rec.body}
 }
 
-func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (m *Idempotent) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, _ := mime.ParseMediaType(ct)
 		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 			return nil, apperr.New(apperr.BadRequest, "Content-Type must be application/json")
 		}
 	}
-	limit := m.MaxBody
+	limit := m.maxBody
 	if limit <= 0 {
 		limit = 1 << 20
 	}
@@ -138,15 +152,17 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	return b, nil
 }
 
-// write sends a response exactly as stored.
-func write(w http.ResponseWriter, resp Response) {
+// writeStored sends a response exactly as stored.
+func writeStored(w http.ResponseWriter, resp idempotency.Response) {
 	h := w.Header()
 	for k, vs := range resp.Header {
 		h[k] = append([]string(nil), vs...)
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	if _, err := w.Write(resp.Body); err != nil {
+		return // the client went away; the outcome stays stored for its retry
+	}
 }
 
 // recorder captures what WriteError renders, to store it.
