@@ -192,10 +192,16 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) ingestParts 
 	// Duplicates are counted on their delivery by the claim itself; the
 	// leads' times_seen follows within half a second.
 	sightings := &webhooks.Sightings{DB: a.DB, Log: a.Log}
-	sctx, stop := context.WithCancel(context.Background())
-	sdone := make(chan struct{})
-	go func() { defer close(sdone); sightings.Run(sctx) }()
-	a.closers = append(a.closers, func() { stop(); <-sdone })
+	sightings.Start()
+	a.closers = append(a.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sightings.Close(ctx); err != nil {
+			// Not lost for good: the counts stay on their deliveries
+			// (dup_count), and the next duplicate of each moves them.
+			a.Log.Warn("times_seen: the last sync failed", "err", err)
+		}
+	})
 	// Duplicates answered from memory are written by the claimer's flush
 	// (at shutdown before the sightings' last flush, which they feed).
 	// Its closer runs before the sightings' (registered above), which

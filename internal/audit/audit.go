@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"leadpipe/internal/clip"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
@@ -92,17 +93,10 @@ func Record(ctx context.Context, ext db.Ext, tenantID string, e Entry) error {
 	_, err := ext.ExecContext(ctx, `INSERT INTO audit_log
 		(tenant_id, id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, ip, detail)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tenantID, e.ID, e.At, e.Actor.Kind, e.Actor.ID, truncate(e.Actor.Name, 200), e.Action,
-		e.TargetType, truncate(e.TargetID, 64), truncate(e.IP, 64), detail)
+		tenantID, e.ID, e.At, e.Actor.Kind, e.Actor.ID, clip.Bytes(e.Actor.Name, 200, ""), e.Action,
+		e.TargetType, clip.Bytes(e.TargetID, 64, ""), clip.Bytes(e.IP, 64, ""), detail)
 	if err != nil {
 		return fmt.Errorf("audit: record %s: %w", e.Action, err)
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -16,3 +16,19 @@ func Read(now func() time.Time) time.Time {
 	}
 	return t.UTC().Truncate(time.Microsecond)
 }
+
+// Earlier returns the earlier of a and b.
+func Earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Later returns the later of a and b.
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -13,11 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/clip"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/outbound"
@@ -138,14 +138,14 @@ func (s *Service) send(ctx context.Context, ep Endpoint, ev EventRow, keys [][]b
 	var te *outbound.TargetError
 	switch {
 	case errors.As(err, &te) || errors.Is(err, outbound.ErrForbiddenTarget):
-		a.Outcome, a.Error = OutcomeRefused, strp(clip(strings.TrimPrefix(err.Error(), "outbound: "), 1000))
+		a.Outcome, a.Error = OutcomeRefused, strp(clip.Bytes(strings.TrimPrefix(err.Error(), "outbound: "), 1000, ""))
 		return 0
 	case err != nil && resp == nil:
 		msg := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			msg = fmt.Sprintf("no answer within %s", s.timeout())
 		}
-		a.Outcome, a.Error = OutcomeFailed, strp(clip(msg, 1000))
+		a.Outcome, a.Error = OutcomeFailed, strp(clip.Bytes(msg, 1000, ""))
 		return 0
 	}
 	switch {
@@ -224,7 +224,7 @@ WHERE tenant_id = ? AND id = ?`, now, d.TenantID, ep.ID); err != nil {
 			}
 		default:
 			if _, err := tx.ExecContext(ctx, `UPDATE event_endpoints SET failing_since = COALESCE(failing_since, ?), last_failure_at = ?, last_error = ?
-WHERE tenant_id = ? AND id = ?`, now, now, clip(deref(a.Error), 1000), d.TenantID, ep.ID); err != nil {
+WHERE tenant_id = ? AND id = ?`, now, now, clip.Bytes(deref(a.Error), 1000, ""), d.TenantID, ep.ID); err != nil {
 				return err
 			}
 			if cur.FailingSince == nil {
@@ -258,17 +258,6 @@ func deref(p *string) string {
 	return *p
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8Valid(s) {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 func snippet(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if len(b) > 512 {
@@ -276,5 +265,3 @@ func snippet(b []byte) string {
 	}
 	return string(bytes.ToValidUTF8(b, []byte("?")))
 }
-
-func utf8Valid(s string) bool { return utf8.ValidString(s) }

@@ -23,6 +23,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/audit"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
@@ -352,13 +353,8 @@ func (s *Service) Errors(ctx context.Context, tenantID, id string, each func([]E
 	}
 }
 
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n])
-	}
-	return s
-}
+// clipRunes cuts s to a VARCHAR(n) column.
+func clipRunes(s string, n int) string { return clip.Runes(s, n, "") }
 
 // ---- Tasks ----
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/batch"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
@@ -114,10 +115,7 @@ type Recorder struct {
 	dropped     atomic.Int64
 	lastErrLog  time.Time
 
-	started  atomic.Bool
-	stopOnce sync.Once
-	stop     chan struct{}
-	done     chan struct{}
+	loop batch.Flusher
 }
 
 var _ Sink = (*Recorder)(nil)
@@ -130,8 +128,7 @@ func NewRecorder(d *sqlx.DB, log *slog.Logger) *Recorder {
 	}
 	r := &Recorder{DB: d, Log: log, Now: time.Now, Interval: 2 * time.Second, MaxPendingKeys: 200_000,
 		ingest:  newIngestMetrics(),
-		pending: map[minuteKey]*counts{}, totals: map[seriesKey]*counts{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		pending: map[minuteKey]*counts{}, totals: map[seriesKey]*counts{}}
 	for i := range r.shards {
 		r.shards[i].m = map[minuteKey]*counts{}
 	}
@@ -284,38 +281,18 @@ func (r *Recorder) snapshotTotals() (map[seriesKey]counts, int) {
 
 // Start runs the flush loop until Close.
 func (r *Recorder) Start() {
-	if !r.started.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(r.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := r.Flush(ctx)
-			cancel()
-			if err != nil && time.Since(r.lastErrLog) > time.Minute {
-				r.lastErrLog = time.Now()
-				r.Log.Warn("monitor: flushing counters failed; kept in memory and retried", "err", err, "pending", r.Pending())
-			}
+	r.loop.Start(r.Interval, r.Flush, func(err error) {
+		// Called from the loop's one goroutine only.
+		if time.Since(r.lastErrLog) > time.Minute {
+			r.lastErrLog = time.Now()
+			r.Log.Warn("monitor: flushing counters failed; kept in memory and retried", "err", err, "pending", r.Pending())
 		}
-	}()
+	})
 }
 
 // Close stops the flush loop (if started) and flushes once more.
 func (r *Recorder) Close(ctx context.Context) error {
-	r.stopOnce.Do(func() {
-		close(r.stop)
-		if r.started.Load() {
-			<-r.done
-		}
-	})
+	r.loop.Stop()
 	return r.Flush(ctx)
 }
 

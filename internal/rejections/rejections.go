@@ -32,6 +32,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/batch"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
@@ -126,11 +128,11 @@ func SafeHeaders(h http.Header, secrets []string) map[string]string {
 			strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "api-key") || containsSecret(v, secrets):
 			v = "[redacted]"
 		case strings.Contains(lk, "signature") || strings.Contains(lk, "hmac") || strings.HasPrefix(lk, "x-hub-signature"):
-			v = cut(v, signatureShown) + fmt.Sprintf(" (%d characters, cut)", len(v))
+			v = clip.Bytes(v, signatureShown, "…") + fmt.Sprintf(" (%d characters, cut)", len(v))
 		default:
-			v = cut(v, MaxHeaderValue)
+			v = clip.Bytes(v, MaxHeaderValue, "…")
 		}
-		out[cut(k, 64)] = v
+		out[clip.Bytes(k, 64, "…")] = v
 	}
 	return out
 }
@@ -147,17 +149,6 @@ func containsSecret(v string, secrets []string) bool {
 		}
 	}
 	return false
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Do not split a UTF-8 sequence.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 type sourceKey struct{ tenant, source string }
@@ -187,8 +178,7 @@ type Recorder struct {
 	gen   uint64
 	flush sync.Mutex
 
-	startOnce, stopOnce sync.Once
-	stop, done          chan struct{}
+	loop batch.Flusher
 }
 
 // NewRecorder returns a Recorder writing to d; Start flushes in the
@@ -198,7 +188,7 @@ func NewRecorder(d *sqlx.DB, log *slog.Logger) *Recorder {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{DB: d, Log: log, Interval: time.Second, MaxSources: 1000,
-		cur: map[sourceKey]*reservoir{}, stop: make(chan struct{}), done: make(chan struct{})}
+		cur: map[sourceKey]*reservoir{}}
 }
 
 // Offer records a refused request: the first PerSource of an interval are
@@ -275,34 +265,14 @@ func (r *Recorder) Flush(ctx context.Context) error {
 
 // Start runs the flush loop until Close.
 func (r *Recorder) Start() {
-	r.startOnce.Do(func() {
-		go func() {
-			defer close(r.done)
-			t := time.NewTicker(r.Interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-r.stop:
-					return
-				case <-t.C:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := r.Flush(ctx); err != nil {
-					r.Log.Warn("rejections: flush failed; this second's sample is lost", "err", err)
-				}
-				cancel()
-			}
-		}()
+	r.loop.Start(r.Interval, r.Flush, func(err error) {
+		r.Log.Warn("rejections: flush failed; this second's sample is lost", "err", err)
 	})
 }
 
 // Close stops the flush loop and flushes once more.
 func (r *Recorder) Close(ctx context.Context) error {
-	r.stopOnce.Do(func() {
-		close(r.stop)
-		r.startOnce.Do(func() { close(r.done) }) // never started: nothing to wait for
-		<-r.done
-	})
+	r.loop.Stop()
 	return r.Flush(ctx)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
@@ -203,7 +204,7 @@ func payloadTree(raw []byte) []srcviews.TreeNode {
 			if len(child) > 0 && (child[0] == '{' || child[0] == '[') {
 				n.Children = walk(child, p, depth+1)
 			} else {
-				n.Value = clipRunes(string(child), 80)
+				n.Value = clip.Runes(string(child), 80, "…")
 			}
 			out = append(out, n)
 		}
@@ -243,14 +244,6 @@ const (
 	maxTreeNodes = 300
 	maxTreeDepth = 8
 )
-
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
 
 // wouldMap tries the saved mapping on the source's latest stored
 // deliveries and counts the failed ones it now maps.

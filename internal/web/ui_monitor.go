@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clock"
 	"leadpipe/internal/monitor"
 	"leadpipe/views/alerts"
 	"leadpipe/views/components"
@@ -467,7 +468,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 			sr = &series{from: from, to: to}
 			bySource[a.SourceID] = sr
 		}
-		sr.from, sr.to = minTime(sr.from, from), maxTime(sr.to, to)
+		sr.from, sr.to = clock.Earlier(sr.from, from), clock.Later(sr.to, to)
 	}
 	for id, sr := range bySource {
 		sr.step = max(chartStep(sr.to.Sub(sr.from)), time.Minute)
@@ -499,20 +500,6 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 		}
 		rows[i].Trend = trend
 	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {

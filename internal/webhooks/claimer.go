@@ -64,11 +64,10 @@ type Claimer struct {
 	// claimed (or found) recently: a duplicate it knows is answered from
 	// memory (tally) or, failing that, counted through the primary key,
 	// with no payload and no lookup afterwards.
-	known    knownIDs
-	tally    tally
-	flushMu  sync.Mutex // one tally flush at a time
-	stop     chan struct{}
-	stopOnce sync.Once
+	known   knownIDs
+	tally   tally
+	flushMu sync.Mutex // one tally flush at a time
+	flushes batch.Flusher
 
 	// OnDuplicates, when set, is told after each committed batch which
 	// original deliveries got duplicates (each listed once), e.g. to bring
@@ -127,12 +126,15 @@ func (c *Claimer) start() {
 		}
 		c.known.init(max(c.Memory, 0) / 8 * 7)
 		c.tally.init(max(c.Memory, 0) / 8)
-		c.stop = make(chan struct{})
 		// Batches form from what is waiting (no linger); a second starts
 		// beside the first after Stagger.
 		c.loop = batch.New(batch.Options{MaxItems: c.MaxBatch, MaxBytes: c.MaxBytes, Workers: c.Workers, Beside: c.Stagger, Buffer: 4096},
 			func(r *claimReq) int { return len(r.d.Payload) }, c.runTimed)
-		go c.flushLoop()
+		c.flushes.Start(c.FlushEvery, c.flushTally, func(err error) {
+			if c.Log != nil {
+				c.Log.Warn("writing duplicate counts failed; duplicates take the claim until it works", "err", err)
+			}
+		})
 	})
 }
 

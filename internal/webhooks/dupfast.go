@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 )
 
@@ -66,25 +67,8 @@ func (c *Claimer) FlushDuplicates(ctx context.Context) error {
 func (c *Claimer) Shutdown(ctx context.Context) error {
 	c.start()
 	c.tally.close()
-	c.stopOnce.Do(func() { close(c.stop) })
+	c.flushes.Stop()
 	return c.flushTally(ctx)
-}
-
-func (c *Claimer) flushLoop() {
-	t := time.NewTicker(c.FlushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := c.flushTally(ctx); err != nil && c.Log != nil {
-				c.Log.Warn("writing duplicate counts failed; duplicates take the claim until it works", "err", err)
-			}
-			cancel()
-		}
-	}
 }
 
 // flushTally writes the pending tally, one statement per flush (in chunks
@@ -411,8 +395,8 @@ func (t *tally) putBack(p map[tallyKey]tallied) {
 			continue
 		}
 		cur.n += e.n
-		cur.first = minTime(cur.first, e.first)
-		cur.last = maxTime(cur.last, e.last)
+		cur.first = clock.Earlier(cur.first, e.first)
+		cur.last = clock.Later(cur.last, e.last)
 		t.pending[k] = cur
 	}
 }
@@ -427,18 +411,4 @@ func (t *tally) close() {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

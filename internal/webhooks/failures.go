@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/clip"
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
@@ -48,18 +49,6 @@ func (l *Lifecycle) stats() monitor.Sink {
 // maxErrorLen fits deliveries.last_error (VARCHAR(1024)) with room to spare.
 const maxErrorLen = 1000
 
-func truncateError(msg string) string {
-	if len(msg) <= maxErrorLen {
-		return msg
-	}
-	// Cut on a rune boundary.
-	cut := maxErrorLen
-	for cut > 0 && msg[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return msg[:cut]
-}
-
 // MarkFailed records that processing of a delivery gave up: state
 // `failed`, one more attempt, the cause in last_error, counted once in
 // processing_failures. Only a `received` delivery changes, so a late or
@@ -73,7 +62,7 @@ func (p *Processor) MarkFailed(ctx context.Context, pl ProcessPayload, attempts 
 	now := p.now()
 	tenantID, id := pl.TenantID, pl.DeliveryID
 	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?, `+spareForFinish+`
-		WHERE tenant_id = ? AND id = ? AND state = 'received' AND attempts = ?`, now, attempts, truncateError(cause), tenantID, id, pl.Runs)
+		WHERE tenant_id = ? AND id = ? AND state = 'received' AND attempts = ?`, now, attempts, clip.Bytes(cause, maxErrorLen, ""), tenantID, id, pl.Runs)
 	if err != nil {
 		return false, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/batch"
 	"leadpipe/internal/db"
 	"leadpipe/internal/leads"
 )
@@ -31,6 +32,7 @@ type Sightings struct {
 
 	mu      sync.Mutex
 	pending map[DeliveryRef]struct{}
+	loop    batch.Flusher
 }
 
 // Add notes deliveries that got duplicates (the claimer's OnDuplicates).
@@ -45,27 +47,21 @@ func (s *Sightings) Add(refs []DeliveryRef) {
 	s.mu.Unlock()
 }
 
-// Run flushes every interval until ctx ends, then once more.
-func (s *Sightings) Run(ctx context.Context) {
+// Start flushes every interval until Close.
+func (s *Sightings) Start() {
 	every := s.Every
 	if every <= 0 {
 		every = 500 * time.Millisecond
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.Flush(fctx)
-			cancel()
-			return
-		case <-t.C:
-			if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("times_seen sync failed; will retry", "err", err)
-			}
-		}
-	}
+	s.loop.Start(every, s.Flush, func(err error) {
+		s.Log.Warn("times_seen sync failed; will retry", "err", err)
+	})
+}
+
+// Close stops the loop and flushes once more.
+func (s *Sightings) Close(ctx context.Context) error {
+	s.loop.Stop()
+	return s.Flush(ctx)
 }
 
 // Flush applies what is pending now.
