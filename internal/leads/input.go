@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/tenants"
 )
 
@@ -304,13 +305,4 @@ func ParseNote(body []byte) (string, error) {
 
 // Clip cuts s to at most n runes (columns are sized; strict mode would
 // reject longer values and lose the whole delivery).
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
-}
+func Clip(s string, n int) string { return clip.Runes(s, n, "") }

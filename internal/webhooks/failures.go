@@ -61,13 +61,9 @@ const maxErrorLen = 1000
 func (p *Processor) MarkFailed(ctx context.Context, pl ProcessPayload, attempts int, cause string) (bool, error) {
 	now := p.now()
 	tenantID, id := pl.TenantID, pl.DeliveryID
-	res, err := p.DB.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?, `+spareForFinish+`
-		WHERE tenant_id = ? AND id = ? AND state = 'received' AND attempts = ?`, now, attempts, clip.Bytes(cause, maxErrorLen, ""), tenantID, id, pl.Runs)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil || n == 0 {
+	runs := pl.Runs
+	changed, err := setFailed(ctx, p.DB, tenantID, id, &runs, attempts, cause, now)
+	if err != nil || !changed {
 		return false, err
 	}
 	var sourceID string
@@ -76,6 +72,29 @@ func (p *Processor) MarkFailed(ctx context.Context, pl ProcessPayload, attempts 
 	}
 	p.countFailure(ctx, tenantID, sourceID, id, cause, now)
 	return true, nil
+}
+
+// setFailed is the one statement that marks a delivery failed: state
+// `failed`, one more attempt (at least attempts), the cause in last_error.
+// Only a `received` delivery changes, and with runs only while its row
+// has counted that many runs (a task queued before a reprocess changes
+// nothing). x is the database, or a batch's transaction. It reports
+// whether the row changed; the caller counts the failure (countFailure)
+// once it is committed.
+func setFailed(ctx context.Context, x db.Ext, tenantID, id string, runs *int, attempts int, cause string, now time.Time) (bool, error) {
+	q := `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = GREATEST(attempts + 1, ?), last_error = ?, ` + spareForFinish + `
+		WHERE tenant_id = ? AND id = ? AND state = 'received'`
+	args := []any{now, attempts, clip.Bytes(cause, maxErrorLen, ""), tenantID, id}
+	if runs != nil {
+		q += ` AND attempts = ?`
+		args = append(args, *runs)
+	}
+	res, err := x.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // countFailure counts a delivery that just became `failed` (once: the

@@ -545,7 +545,6 @@ func dropPayloads(ctx context.Context, x db.Ext, tenantID string, ids []string) 
 // never be processed (state 'failed', the cause in last_error), so the
 // sweeper stops re-queuing it. Only a delivery still 'received' changes.
 func failUnmappable(ctx context.Context, x db.Ext, tenantID, id string, cause error, now time.Time) error {
-	_, err := x.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', processed_at = ?, attempts = attempts + 1, last_error = ?, `+spareForFinish+`
-		WHERE tenant_id = ? AND id = ? AND state = 'received'`, now, leads.Clip(cause.Error(), 1000), tenantID, id)
+	_, err := setFailed(ctx, x, tenantID, id, nil, 0, cause.Error(), now)
 	return err
 }
