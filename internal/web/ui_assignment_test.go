@@ -193,11 +193,11 @@ func TestUIAssignmentRules(t *testing.T) {
 		staff := newBrowser(t, e)
 		staff.login("ada@acme.test", "staff-password-1")
 		for _, path := range []string{"/settings/assignment", "/settings/assignment/rules/new", "/settings/assignment/rules/0"} {
-			if p := staff.get(path); p.status != http.StatusNotFound {
+			if p := staff.get(path); p.status != http.StatusForbidden {
 				t.Errorf("staff GET %s: %d", path, p.status)
 			}
 		}
-		if p := staff.post("/settings/assignment/rules/0/delete", url.Values{"version": {version()}}); p.status != http.StatusNotFound {
+		if p := staff.post("/settings/assignment/rules/0/delete", url.Values{"version": {version()}}); p.status != http.StatusForbidden {
 			t.Errorf("staff delete: %d", p.status)
 		}
 		if p := admin.do("POST", "/settings/assignment/rules/0/delete", url.Values{"version": {version()}}, "Origin", "https://evil.example",

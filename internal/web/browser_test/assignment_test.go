@@ -23,7 +23,7 @@ import (
 // the webhook are processed and each lead's page names its owner and the
 // rule, with the first-response clock; the Overdue view lists overdue
 // leads, the reader's own first, with the due time in the reader's zone.
-// A stale form is refused; staff get 404 on the rules page; the pages fit
+// A stale form is refused; staff get 403 on the rules page; the pages fit
 // 390 and 1280 px (screenshots assignment-*, overdue-*, lead-assigned-*).
 func TestBrowserAssignment(t *testing.T) {
 	if chromiumPath() == "" {
@@ -258,7 +258,7 @@ func TestBrowserAssignment(t *testing.T) {
 	t.Log("staff see the views but not the rules page")
 	staff := newTab(t, browser, e.URL, "ada")
 	staff.login("ada@acme.test", "staff-password-1")
-	if st := staff.open("/settings/assignment"); st != http.StatusNotFound {
+	if st := staff.open("/settings/assignment"); st != http.StatusForbidden {
 		t.Errorf("staff on the rules page: %d", st)
 	}
 	staff.open("/leads?view=overdue")
