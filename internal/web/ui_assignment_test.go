@@ -281,7 +281,7 @@ func TestUIOverdueMineFirst(t *testing.T) {
 			t.Fatalf("row %d is %s's: the reader's own do not come first", i, o)
 		}
 	}
-	if p := admin.get("/leads?view=due_soon"); p.testid("lead-row").Length() != 0 || !strings.Contains(p.body, "Nothing due in the next 15 minutes") {
+	if p := admin.get("/leads?view=due_soon"); p.testid("lead-row").Length() != 0 || !strings.Contains(p.body, "No first reply due in the next 15 minutes") {
 		t.Error("due soon is not empty with its hint")
 	}
 	p := admin.get("/leads?view=overdue&owner=" + ada.ID)

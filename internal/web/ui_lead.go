@@ -78,13 +78,13 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	for i, e := range tl {
 		evs[i] = timelineEvent(e, dir)
 	}
-	evs = leadviews.CollapseDuplicates(withArrival(evs, v.Lead))
+	evs = leadviews.MarkFirstDelivery(leadviews.CollapseDuplicates(withArrival(evs, v.Lead)))
 	if len(evs) > timelineShown {
 		v.MoreEvents = len(evs) - timelineShown
 		evs = evs[:timelineShown]
 	}
 	v.Timeline = evs
-	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir, sess.User.IsAdmin()); err != nil {
+	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir); err != nil {
 		s.uiError(w, r, err)
 		return
 	}

@@ -114,8 +114,16 @@ func TestPendingMetaLead(t *testing.T) {
 func TestFiltersEffective(t *testing.T) {
 	f := Filters{View: ViewMine, Status: "won"}
 	e := f.Effective()
-	if e.Status != "won" || e.Owner != OwnerMe || e.Source != FilterAny || e.Due != FilterAny || f.NarrowCount() != 2 {
+	if e.Status != "won" || e.Owner != OwnerMe || e.Source != FilterAny || e.Due != FilterAny || f.NarrowCount() != 1 {
 		t.Fatalf("mine + status=won: %+v (%d narrowing)", e, f.NarrowCount())
+	}
+	// The badge counts what the user chose, not the view's own values,
+	// even when the form sent them along.
+	if n := (Filters{View: ViewMine, Status: StatusOpen, Owner: OwnerMe, Source: FilterAny, Due: FilterAny}).NarrowCount(); n != 0 {
+		t.Fatalf("My open leads as the form sends it: %d chosen", n)
+	}
+	if n := (Filters{View: ViewMine, Status: StatusOpen, Owner: FilterAny, Source: "s1", Due: FilterAny}).NarrowCount(); n != 2 {
+		t.Fatalf("anyone's leads of one source: %d chosen", n)
 	}
 	if e := (Filters{View: ViewDue}).Effective(); e.Status != StatusOpen || e.Owner != OwnerMe || e.Due != DueToday {
 		t.Fatalf("due view: %+v", e)
