@@ -387,6 +387,10 @@ type Column struct {
 	NextCursor string // "" when every card is shown
 }
 
+// Folded reports whether the board shows the column folded to its count
+// (Won and Lost: closed deals, not worked on the board).
+func (c Column) Folded() bool { return c.Status == "won" || c.Status == "lost" }
+
 // BoardView is GET /leads/board.
 type BoardView struct {
 	Page    layouts.Page
