@@ -88,6 +88,18 @@ func mergeValue(ctx context.Context, l leadviews.Lead, field string) string {
 	return ""
 }
 
+// sameMergeValue reports whether two leads' values of a field are the same
+// to a person: an email in another case, a phone written another way.
+func sameMergeValue(field, a, b string) bool {
+	switch field {
+	case "email":
+		return leads.NormalizeEmail(a) == leads.NormalizeEmail(b)
+	case "phone":
+		return leads.NormalizePhone(a) == leads.NormalizePhone(b)
+	}
+	return a == b
+}
+
 func (s *Server) uiMergePage(w http.ResponseWriter, r *http.Request) {
 	s.renderMerge(w, r, http.StatusOK, chi.URLParam(r, "id"), r.URL.Query()["with"], nil, "")
 }
@@ -129,7 +141,7 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 	zctx := readerZone(ctx) // a follow-up time in the reader's own zone
 	loc := components.Zone(zctx)
 	for _, l := range v.Leads() {
-		v.Captions = append(v.Captions, leadviews.SourceLabel(l)+" · "+l.CreatedAt.In(loc).Format("2 Jan 2006"))
+		v.Captions = append(v.Captions, leadviews.SourceLabel(l)+" · "+l.CreatedAt.In(loc).Format("2 Jan 2006, 15:04"))
 	}
 	for _, f := range leads.MergeFields {
 		mf := leadviews.MergeField{Name: f, Label: mergeFieldLabels[f], Pick: sv.ID}
@@ -139,7 +151,7 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 		same := true
 		for _, l := range v.Leads() {
 			mf.Values = append(mf.Values, mergeValue(zctx, l, f))
-			same = same && mf.Values[len(mf.Values)-1] == mf.Values[0]
+			same = same && sameMergeValue(f, mf.Values[len(mf.Values)-1], mf.Values[0])
 		}
 		if same { // nothing to choose: the survivor keeps its value
 			v.Same = append(v.Same, mf.Label)
