@@ -310,7 +310,7 @@ func Page(v LeadView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if v.Lead.OwnerID == "" && v.MeID != "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<label class=\"check-line\" data-testid=\"status-assign-me\"><input type=\"checkbox\" name=\"assign_me\" value=\"1\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<div class=\"check-line\" data-testid=\"status-assign-me\"><input type=\"checkbox\" class=\"row-check\" id=\"f-assign-me\" name=\"assign_me\" value=\"1\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -320,7 +320,7 @@ func Page(v LeadView) templ.Component {
 							return templ_7745c5c3_Err
 						}
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, " data-testid=\"status-assign-me-input\"> and assign to me</label>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, " data-testid=\"status-assign-me-input\"> <label for=\"f-assign-me\">and assign to me</label></div>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
