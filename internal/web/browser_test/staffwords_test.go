@@ -151,6 +151,11 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `UPDATE leads SET owner_id = NULL, status = 'new' WHERE tenant_id = ? AND id = ?`, d.acme.ID, open); err != nil {
 		t.Fatal(err)
 	}
+	// Three of Sam's leads a rule gave him an hour ago, unanswered.
+	if _, err := db.ExecContext(ctx, `UPDATE leads SET assigned_at = ?, first_response_due_at = ? WHERE tenant_id = ? AND owner_id = ? AND status = 'new' AND id <> ? ORDER BY id LIMIT 3`,
+		time.Now().Add(-time.Hour), time.Now().Add(-30*time.Minute), d.acme.ID, d.staff.ID, retried); err != nil {
+		t.Fatal(err)
+	}
 	senderIDs := []string{ref, evt}
 
 	browser := startBrowser(t)
@@ -210,8 +215,11 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 	sam.viewport(1280, 900, false)
 
 	t.Log("dense rows at 1280 px, the whole board")
-	for _, p := range []string{"/leads", "/leads?view=all"} {
+	for _, p := range []string{"/leads", "/leads?view=all", "/leads?view=overdue"} {
 		sam.open(p)
+		if sam.count(`[data-testid="lead-row"]`) == 0 {
+			t.Fatalf("%s lists no leads", p)
+		}
 		h := run(sam, chromedp.Evaluate[float64](`Math.max.apply(null, Array.prototype.map.call(document.querySelectorAll('[data-testid="lead-row"]'), function(r){ return r.getBoundingClientRect().height; }))`))
 		if h > 48 {
 			t.Errorf("%s: a row is %.1f px tall at 1280 px, want at most 48", p, h)
