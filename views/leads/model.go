@@ -115,8 +115,9 @@ func (l Lead) Title() string {
 		return l.Email
 	case l.Phone != "":
 		return l.Phone
-	case l.Pending != "" && l.SourceRef != "":
-		return "Meta lead " + l.SourceRef
+	case l.Pending != "":
+		// Not by its leadgen id: a sender's id is plumbing (Technical details).
+		return "Lead from " + sourceLabel(l)
 	}
 	return "Unnamed lead"
 }

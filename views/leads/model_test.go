@@ -96,8 +96,8 @@ func TestCollapseDuplicates(t *testing.T) {
 }
 
 func TestPendingMetaLead(t *testing.T) {
-	l := Lead{SourceRef: "1234567890", Pending: PendingMeta, FormID: "560"}
-	if l.Title() != "Meta lead 1234567890" || l.PendingText() != "Details pending from Meta" || l.FormText() != "form 560" {
+	l := Lead{SourceRef: "1234567890", SourceID: "s1", SourceName: "Facebook Lead Ads", Pending: PendingMeta, FormID: "560"}
+	if l.Title() != "Lead from Facebook Lead Ads" || l.PendingText() != "Details pending from Meta" || l.FormText() != "form 560" {
 		t.Errorf("%q %q %q", l.Title(), l.PendingText(), l.FormText())
 	}
 	l.Pending = PendingToken
