@@ -60,7 +60,7 @@ func Board(v BoardView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if !v.HasAny {
-				templ_7745c5c3_Err = components.EmptyState("No leads yet", "Leads appear on the board the moment a source posts its first webhook. You can also add one by hand.", "/leads/new", "Add a lead by hand").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.EmptyState("No leads yet", "Leads appear on the board the moment your forms and ads send their first one. You can also add one by hand.", "/leads/new", "Add a lead by hand").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -361,7 +361,7 @@ func filterForm(v InboxView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if v.Filters.Active() {
+		if v.Filters.NarrowCount() > 0 {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "<a class=\"btn btn-ghost\" href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -496,7 +496,7 @@ func InboxResults(v InboxView) templ.Component {
 		}
 		if len(v.Leads) == 0 {
 			if !v.HasAny {
-				templ_7745c5c3_Err = components.EmptyState("No leads yet", "Leads appear here the moment a source posts its first webhook. An admin can connect a source, or add a lead by hand now.", "/leads/new", "Add a lead by hand").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.EmptyState("No leads yet", "Leads appear here the moment your forms and ads send their first one. An admin can connect a form or an ad account, or add a lead by hand now.", "/leads/new", "Add a lead by hand").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
