@@ -143,3 +143,34 @@ func TestFiltersEffective(t *testing.T) {
 		t.Fatalf("DueText in New York: %q", got)
 	}
 }
+
+// Sales words: a source's signing note is dropped, a sender's retries are
+// never a re-submission, a person's second submission an hour later is.
+func TestSalesWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"Checkout (Stripe-style signature)": "Checkout",
+		"Landing page (Standard Webhooks)":  "Landing page",
+		"Partner CRM (generic HMAC)":        "Partner CRM",
+		"Facebook Lead Ads":                 "Facebook Lead Ads",
+		"Website (EU)":                      "Website (EU)",
+	} {
+		if got := SourceName(in); got != want {
+			t.Errorf("SourceName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	retried := Lead{SourceID: "s", TimesSeen: 2, Repeats: 1, CreatedAt: t0, LastSeenAt: t0.Add(2 * time.Hour)}
+	again := Lead{SourceID: "s", TimesSeen: 2, CreatedAt: t0, LastSeenAt: t0.Add(time.Hour)}
+	quick := Lead{SourceID: "s", TimesSeen: 3, CreatedAt: t0, LastSeenAt: t0.Add(time.Minute)}
+	thrice := Lead{SourceID: "s", TimesSeen: 4, Repeats: 1, CreatedAt: t0, LastSeenAt: t0.Add(3 * time.Hour)}
+	if retried.Resubmitted() != "" || quick.Resubmitted() != "" || again.Resubmitted() != "Submitted twice" || thrice.Resubmitted() != "Submitted 3 times" {
+		t.Errorf("%q %q %q %q", retried.Resubmitted(), quick.Resubmitted(), again.Resubmitted(), thrice.Resubmitted())
+	}
+	if n := (Filters{View: ViewDuplicates}).NarrowCount(); n != 0 {
+		t.Errorf("the duplicates view counts %d filters", n)
+	}
+	g := DuplicateGroup{Leads: []Lead{{ID: "3", Status: "new"}, {ID: "2", Status: "contacted"}, {ID: "1", Status: "qualified"}}}
+	if g.Survivor = PickSurvivor(g.Leads); g.Survivor != "2" || g.MergeHref() != "/leads/2/merge?with=3&with=1" {
+		t.Errorf("survivor %s, %s", g.Survivor, g.MergeHref())
+	}
+}

@@ -255,6 +255,13 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 	if !run(sam, chromedp.Evaluate[bool](`document.querySelector('[data-testid="fold-won"]').open`)) {
 		t.Error("the Won toggle does not open its cards")
 	}
+	boardTop := run(sam, chromedp.Evaluate[float64](`document.querySelector("[data-board]").getBoundingClientRect().top`))
+	sam.do(chromedp.Evaluate[chromedp.Void](`(function(){var s=document.querySelector('[data-testid="column-new"] [data-testid="move-select"]'); s.value="qualified"; s.dispatchEvent(new Event("change",{bubbles:true}));})()`))
+	sam.waitText(`[data-testid="flash"]`, "Moved")
+	if top := run(sam, chromedp.Evaluate[float64](`document.querySelector("[data-board]").getBoundingClientRect().top`)); top != boardTop {
+		t.Errorf("the flash after a move pushed the board from %.0f to %.0f px", boardTop, top)
+	}
+	sam.screenshotViewport("staff-board-moved-1280")
 
 	t.Log("\"Select all N matching\" selects N ids")
 	for _, p := range []string{"/leads?view=duplicates", "/leads?view=all"} {
