@@ -178,6 +178,7 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 		{"lead-retried", "/leads/" + retried},
 		{"lead-dana", "/leads/" + older},
 		{"merge-picker", "/leads/" + older + "/merge?with=" + newer},
+		{"new-lead", "/leads/new"},
 	}
 	for _, w := range widths {
 		for _, p := range pages {
