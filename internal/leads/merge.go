@@ -85,7 +85,7 @@ func (s *Service) Duplicates(ctx context.Context, tenantID, id string) ([]Duplic
 
 // mayMerge says whether a person may merge (or unmerge) these leads: an
 // admin any, a staff user only leads they own (docs/ARCHITECTURE.md,
-// "Merged leads"). An API token's scope decided at its route.
+// "Staff pages"). An API token's scope decided at its route.
 func mayMerge(actor tenants.Principal, ls []Lead) error {
 	if actor.UserID == "" || actor.Role == tenants.RoleAdmin || actor.Has(tenants.ScopeAdmin) {
 		return nil

@@ -16,7 +16,8 @@ import (
 )
 
 // The lead page's possible duplicates, the merge picker and unmerge
-// (docs/ARCHITECTURE.md, "Merged leads"; admins merge). The rules are in
+// (docs/ARCHITECTURE.md, "Merged leads" and "Staff pages": an admin merges
+// any leads, staff the leads they own). The rules are in
 // internal/leads/merge.go; these handlers parse, call and render.
 
 // mergeUIRoutes are mounted for every signed-in user: an admin merges any
