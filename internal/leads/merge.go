@@ -83,6 +83,25 @@ func (s *Service) Duplicates(ctx context.Context, tenantID, id string) ([]Duplic
 	return out, nil
 }
 
+// mayMerge says whether a person may merge (or unmerge) these leads: an
+// admin any, a staff user only leads they own (docs/ARCHITECTURE.md,
+// "Staff pages"). An API token's scope decided at its route.
+func mayMerge(actor tenants.Principal, ls []Lead) error {
+	if actor.UserID == "" || actor.Role == tenants.RoleAdmin || actor.Has(tenants.ScopeAdmin) {
+		return nil
+	}
+	for _, l := range ls {
+		if l.OwnerID == nil || *l.OwnerID != actor.UserID {
+			return apperr.New(apperr.Forbidden, "you can merge only leads you own: ask an admin, or the owner, to merge these")
+		}
+	}
+	return nil
+}
+
+// MayMerge reports whether the person may merge these leads (the pages
+// offer Merge only then; Merge checks again under its locks).
+func MayMerge(actor tenants.Principal, ls ...Lead) bool { return mayMerge(actor, ls) == nil }
+
 // MergeInput is POST /api/v1/leads/{id}/merge: the leads folded into the
 // survivor and, per field, which lead's value the survivor keeps.
 type MergeInput struct {
@@ -252,6 +271,9 @@ func (s *Service) merge(ctx context.Context, tx *sqlx.Tx, tenantID, id string, a
 			return Lead{}, apperr.New(apperr.NotFound, "lead %s not found", lid)
 		}
 	}
+	if err := mayMerge(actor, ls); err != nil {
+		return Lead{}, err
+	}
 	cur := byID[id]
 	if ifMatch != AnyVersion && cur.Version != ifMatch {
 		return Lead{}, stale(cur.Version)
@@ -398,6 +420,9 @@ func (s *Service) unmerge(ctx context.Context, tx *sqlx.Tx, tenantID, id string,
 		return Lead{}, apperr.New(apperr.NotFound, "lead %s not found", mergedID)
 	case m.MergedInto == nil || *m.MergedInto != id:
 		return Lead{}, apperr.New(apperr.Conflict, "lead %s is not merged into this lead", mergedID)
+	}
+	if err := mayMerge(actor, []Lead{cur}); err != nil {
+		return Lead{}, err
 	}
 	rec, err := openMergeRecord(ctx, tx, tenantID, id, mergedID)
 	if err != nil {

@@ -576,7 +576,7 @@ func (s *Service) CappedCountsFor(ctx context.Context, tenantID string, f Filter
 		return nil, err
 	}
 	statuses := f.statuses()
-	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil && !f.ByDue && f.SLA == "" {
+	if f.SourceID == "" && f.OwnerID == "" && f.Q == "" && f.DueBefore == nil && !f.ByDue && f.SLA == "" && !f.Duplicates {
 		return s.CappedCounts(ctx, tenantID, statuses, limit)
 	}
 	byStatus, err := countMatchingUpTo(ctx, s.DB, tenantID, f, statuses, limit)

@@ -137,12 +137,14 @@ func (s *Server) RequireSession(next http.Handler) http.Handler {
 	})
 }
 
-// RequireAdminUI answers the ordinary 404 page to non-admins, so a staff
-// user cannot even tell an admin page exists.
+// RequireAdminUI answers a signed-in staff user 403 "Admins only" with a
+// way back: the page exists, they may not see it (docs/ARCHITECTURE.md,
+// "Staff pages"). 404 stays for unknown addresses and other tenants'
+// objects, which the handlers behind this answer.
 func (s *Server) RequireAdminUI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sess := sessionFrom(r.Context()); sess == nil || !sess.User.IsAdmin() {
-			s.uiNotFound(w, r)
+			s.uiAdminsOnly(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -193,11 +193,11 @@ func TestUIAssignmentRules(t *testing.T) {
 		staff := newBrowser(t, e)
 		staff.login("ada@acme.test", "staff-password-1")
 		for _, path := range []string{"/settings/assignment", "/settings/assignment/rules/new", "/settings/assignment/rules/0"} {
-			if p := staff.get(path); p.status != http.StatusNotFound {
+			if p := staff.get(path); p.status != http.StatusForbidden {
 				t.Errorf("staff GET %s: %d", path, p.status)
 			}
 		}
-		if p := staff.post("/settings/assignment/rules/0/delete", url.Values{"version": {version()}}); p.status != http.StatusNotFound {
+		if p := staff.post("/settings/assignment/rules/0/delete", url.Values{"version": {version()}}); p.status != http.StatusForbidden {
 			t.Errorf("staff delete: %d", p.status)
 		}
 		if p := admin.do("POST", "/settings/assignment/rules/0/delete", url.Values{"version": {version()}}, "Origin", "https://evil.example",
@@ -281,7 +281,7 @@ func TestUIOverdueMineFirst(t *testing.T) {
 			t.Fatalf("row %d is %s's: the reader's own do not come first", i, o)
 		}
 	}
-	if p := admin.get("/leads?view=due_soon"); p.testid("lead-row").Length() != 0 || !strings.Contains(p.body, "Nothing due in the next 15 minutes") {
+	if p := admin.get("/leads?view=due_soon"); p.testid("lead-row").Length() != 0 || !strings.Contains(p.body, "No first reply due in the next 15 minutes") {
 		t.Error("due soon is not empty with its hint")
 	}
 	p := admin.get("/leads?view=overdue&owner=" + ada.ID)

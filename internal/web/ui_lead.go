@@ -78,13 +78,13 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	for i, e := range tl {
 		evs[i] = timelineEvent(e, dir)
 	}
-	evs = leadviews.CollapseDuplicates(withArrival(evs, v.Lead))
+	evs = leadviews.MarkFirstDelivery(leadviews.CollapseDuplicates(withArrival(evs, v.Lead)))
 	if len(evs) > timelineShown {
 		v.MoreEvents = len(evs) - timelineShown
 		evs = evs[:timelineShown]
 	}
 	v.Timeline = evs
-	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir, sess.User.IsAdmin()); err != nil {
+	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir); err != nil {
 		s.uiError(w, r, err)
 		return
 	}
@@ -237,12 +237,23 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, ok := s.patchLead(w, r, id, "status", status, label, leads.PatchInput{Status: &status})
+	in := leads.PatchInput{Status: &status}
+	if r.PostFormValue("assign_me") == "1" {
+		// "and assign to me": offered on an unassigned lead; the version
+		// check refuses it if someone took the lead meanwhile.
+		me := sessionFrom(r.Context()).User.ID
+		in.OwnerSet, in.OwnerID = true, &me
+	}
+	l, ok := s.patchLead(w, r, id, "status", status, label, in)
 	if !ok {
 		return
 	}
 	if backTo(r, id) != "/leads/board" {
-		s.setFlash(w, r, "Status set to "+label+".")
+		if in.OwnerSet {
+			s.setFlash(w, r, "Status set to "+label+", and the lead is yours.")
+		} else {
+			s.setFlash(w, r, "Status set to "+label+".")
+		}
 		seeOther(w, r, backTo(r, id))
 		return
 	}
@@ -329,7 +340,15 @@ func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := leads.PatchInput{NextStep: &step, DueSet: true}
-	if d := strings.TrimSpace(r.PostFormValue("due_at")); d != "" {
+	if q := r.PostFormValue("due_quick"); q != "" {
+		t, ok := leadviews.QuickDue(q, time.Now().In(sessionFrom(r.Context()).User.Location()))
+		if !ok {
+			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "Pick one of the quick dates, or a date and time."})
+			return
+		}
+		t = t.UTC()
+		in.DueAt = &t
+	} else if d := strings.TrimSpace(r.PostFormValue("due_at")); d != "" {
 		t, err := parseDue(d, sessionFrom(r.Context()).User.Location())
 		if err != nil {
 			s.renderLead(w, r, http.StatusUnprocessableEntity, id, leadPageOpts{problem: "The due date was not understood; pick a date and time."})

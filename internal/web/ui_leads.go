@@ -293,7 +293,10 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		}
 		v.HasAny = all[0].N > 0
 	}
-	v.Sources = append([]components.Option{{Value: leadviews.FilterAny, Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}, dir.srcOpts...)
+	v.Sources = []components.Option{{Value: leadviews.FilterAny, Label: "All sources"}, {Value: leads.SourceManual, Label: "Added by hand"}}
+	for _, o := range dir.srcOpts {
+		v.Sources = append(v.Sources, components.Option{Value: o.Value, Label: leadviews.SourceName(o.Label)})
+	}
 	v.Owners = []components.Option{{Value: leadviews.FilterAny, Label: "Anyone"}, {Value: leadviews.OwnerMe, Label: "Me (" + sess.User.Name + ")"}, {Value: leads.OwnerNone, Label: "Unassigned"}}
 	v.Assignees = []components.Option{{Value: "", Label: "Assign to…"}, {Value: sess.User.ID, Label: "Me (" + sess.User.Name + ")"}}
 	for _, u := range dir.users {
@@ -318,6 +321,12 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	if err := s.addRepeats(ctx, sess.Tenant.ID, v.Leads); err != nil {
 		s.uiError(w, r, err)
 		return
+	}
+	if iq.filter.Duplicates {
+		if v.Groups, err = s.duplicateGroups(ctx, sess.Tenant.ID, dir, items, v.IsFirst); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
 	}
 	if next != "" {
 		href := v.Filters.Href(v.Filters.Status)

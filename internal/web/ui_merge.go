@@ -16,10 +16,12 @@ import (
 )
 
 // The lead page's possible duplicates, the merge picker and unmerge
-// (docs/ARCHITECTURE.md, "Merged leads"; admins merge). The rules are in
+// (docs/ARCHITECTURE.md, "Merged leads" and "Staff pages": an admin merges
+// any leads, staff the leads they own). The rules are in
 // internal/leads/merge.go; these handlers parse, call and render.
 
-// mergeUIRoutes are mounted in the admin group.
+// mergeUIRoutes are mounted for every signed-in user: an admin merges any
+// leads, staff the leads they own (leads.MayMerge, checked again by Merge).
 func (s *Server) mergeUIRoutes(r chi.Router) {
 	r.Get("/leads/{id}/merge", s.uiMergePage)
 	r.Post("/leads/{id}/merge", s.uiMerge)
@@ -27,8 +29,9 @@ func (s *Server) mergeUIRoutes(r chi.Router) {
 }
 
 // mergePanels reads what the lead page shows about merges and duplicates.
-func (s *Server) mergePanels(ctx context.Context, tenantID string, l leads.Lead, dir directory, admin bool) (leadviews.MergePanels, error) {
-	p := leadviews.MergePanels{CanMerge: admin}
+func (s *Server) mergePanels(ctx context.Context, tenantID string, l leads.Lead, dir directory) (leadviews.MergePanels, error) {
+	who, _ := PrincipalFrom(ctx)
+	p := leadviews.MergePanels{CanMerge: leads.MayMerge(who, l)}
 	if l.MergedInto != nil {
 		p.MergedInto = *l.MergedInto
 		sv, err := s.Leads.Get(ctx, tenantID, *l.MergedInto)
@@ -50,7 +53,8 @@ func (s *Server) mergePanels(ctx context.Context, tenantID string, l leads.Lead,
 		return p, err
 	}
 	for _, d := range dups {
-		p.Duplicates = append(p.Duplicates, leadviews.DuplicateLead{Lead: dir.leadView(d.Lead), Reasons: d.Reasons})
+		p.Duplicates = append(p.Duplicates, leadviews.DuplicateLead{Lead: dir.leadView(d.Lead), Reasons: d.Reasons,
+			CanMerge: leads.MayMerge(who, l, d.Lead)})
 	}
 	return p, nil
 }
@@ -85,6 +89,18 @@ func mergeValue(ctx context.Context, l leadviews.Lead, field string) string {
 	return ""
 }
 
+// sameMergeValue reports whether two leads' values of a field are the same
+// to a person: an email in another case, a phone written another way.
+func sameMergeValue(field, a, b string) bool {
+	switch field {
+	case "email":
+		return leads.NormalizeEmail(a) == leads.NormalizeEmail(b)
+	case "phone":
+		return leads.NormalizePhone(a) == leads.NormalizePhone(b)
+	}
+	return a == b
+}
+
 func (s *Server) uiMergePage(w http.ResponseWriter, r *http.Request) {
 	s.renderMerge(w, r, http.StatusOK, chi.URLParam(r, "id"), r.URL.Query()["with"], nil, "")
 }
@@ -109,6 +125,7 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	v := leadviews.MergeView{Survivor: dir.leadView(sv), Version: sv.Version, Key: newFormKey(), Error: problem}
+	all := []leads.Lead{sv}
 	for _, o := range others {
 		ol, err := s.Leads.Get(ctx, sess.Tenant.ID, o)
 		if err != nil {
@@ -116,15 +133,30 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 			return
 		}
 		v.Others = append(v.Others, dir.leadView(ol))
+		all = append(all, ol)
+	}
+	if who, _ := PrincipalFrom(ctx); !leads.MayMerge(who, all...) {
+		s.uiError(w, r, apperr.New(apperr.Forbidden, "You can merge only leads you own. Ask an admin, or the owner of the other lead, to merge them."))
+		return
 	}
 	zctx := readerZone(ctx) // a follow-up time in the reader's own zone
+	loc := components.Zone(zctx)
+	for _, l := range v.Leads() {
+		v.Captions = append(v.Captions, leadviews.SourceLabel(l)+" · "+l.CreatedAt.In(loc).Format("2 Jan 2006, 15:04"))
+	}
 	for _, f := range leads.MergeFields {
 		mf := leadviews.MergeField{Name: f, Label: mergeFieldLabels[f], Pick: sv.ID}
 		if p := picks[f]; p != "" {
 			mf.Pick = p
 		}
+		same := true
 		for _, l := range v.Leads() {
 			mf.Values = append(mf.Values, mergeValue(zctx, l, f))
+			same = same && sameMergeValue(f, mf.Values[len(mf.Values)-1], mf.Values[0])
+		}
+		if same { // nothing to choose: the survivor keeps its value
+			v.Same = append(v.Same, mf.Label)
+			continue
 		}
 		// An empty survivor value with one to take: take it by default.
 		if picks == nil && mf.Values[0] == "" {
@@ -207,6 +239,6 @@ func (s *Server) uiUnmerge(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	s.setFlash(w, r, "Unmerged: the lead is back with its own fields, deliveries and notes.")
+	s.setFlash(w, r, "Unmerged: the lead is back with its own fields, history and notes.")
 	seeOther(w, r, "/leads/"+other)
 }

@@ -139,6 +139,12 @@ func (s *Server) uiNotFound(w http.ResponseWriter, r *http.Request) {
 		"There is nothing at this address, or you do not have access to it. Check the link, or go back to your inbox.")
 }
 
+// uiAdminsOnly is the page a staff user gets on an admin page.
+func (s *Server) uiAdminsOnly(w http.ResponseWriter, r *http.Request) {
+	s.renderError(w, r, http.StatusForbidden, "Admins only",
+		"Only an admin of your team can open this page. Ask one if you need something here, or go back to your inbox.")
+}
+
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
 	w.Header().Set("Cache-Control", "no-store")
 	if sessionFrom(r.Context()) != nil {

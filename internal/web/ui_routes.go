@@ -59,6 +59,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads/bulk", s.uiBulk)
 			r.Get("/leads/export.csv", s.uiExportLeads)
 			s.leadUIRoutes(r)
+			s.mergeUIRoutes(r)
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)
@@ -87,7 +88,6 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/retention", s.uiSaveRetention)
 				s.endpointUIRoutes(r)
 				s.assignmentUIRoutes(r)
-				s.mergeUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
 				r.Post("/monitor/sources/{id}/rules", s.uiSaveRules)

@@ -248,18 +248,20 @@ func TestUIRolesAndTenants(t *testing.T) {
 	if p := staff.get("/leads/" + leadID); p.status != 200 {
 		t.Fatalf("staff lead page: %d", p.status)
 	}
-	notFound := staff.get("/definitely-not-a-page")
+	if p := staff.get("/definitely-not-a-page"); p.status != http.StatusNotFound {
+		t.Fatalf("staff on an unknown page: %d", p.status)
+	}
 	for _, path := range []string{"/sources", "/sources/" + src.ID, "/settings/users", "/settings/tokens", "/settings/endpoints", "/monitor", "/alerts", "/monitor/sources/" + src.ID} {
 		p := staff.get(path)
-		if p.status != http.StatusNotFound || p.testid("error-page").Length() != 1 {
+		if p.status != http.StatusForbidden || p.testid("error-page").Length() != 1 {
 			t.Fatalf("staff %s: %d", path, p.status)
 		}
-		// Identical to any unknown URL: staff cannot tell admin pages exist.
-		if p.testid("error-page").Text() != notFound.testid("error-page").Text() {
-			t.Fatalf("staff %s differs from a plain 404", path)
+		// An admin page says so, with a way back to the inbox.
+		if txt := p.testid("error-page").Text(); !strings.Contains(txt, "Admins only") || p.doc.Find(`[data-testid="error-page"] a[href="/leads"]`).Length() != 1 {
+			t.Fatalf("staff %s: %q", path, txt)
 		}
 	}
-	if p := staff.post("/settings/tokens", url.Values{"name": {"x"}}); p.status != http.StatusNotFound {
+	if p := staff.post("/settings/tokens", url.Values{"name": {"x"}}); p.status != http.StatusForbidden {
 		t.Fatalf("staff create token: %d", p.status)
 	}
 	if nav := staff.get("/leads").testid("nav-sources"); nav.Length() != 0 {

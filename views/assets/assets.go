@@ -22,7 +22,7 @@ import (
 // FS holds the embedded asset files. htmx.min.js is htmx 2.x vendored from
 // the npm package htmx.org (0BSD, see htmx.LICENSE); no CDN is ever used.
 //
-//go:embed app.css app.js htmx.min.js htmx.LICENSE
+//go:embed app.css staff.css app.js htmx.min.js htmx.LICENSE
 var FS embed.FS
 
 // Prefix is the URL path under which Handler expects to be mounted.

@@ -42,9 +42,9 @@ func slaChip(l Lead, now time.Time) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var2 string
-			templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs("Overdue by " + Span(now.Sub(l.FirstResponseDueAt)))
+			templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs("First reply overdue by " + Span(now.Sub(l.FirstResponseDueAt)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/leads/clock.templ`, Line: 16, Col: 81}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/leads/clock.templ`, Line: 16, Col: 93}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 			if templ_7745c5c3_Err != nil {
@@ -117,9 +117,9 @@ func slaChip(l Lead, now time.Time) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var6 string
-			templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs("Answer within " + Span(l.FirstResponseDueAt.Sub(now)))
+			templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs("First reply within " + Span(l.FirstResponseDueAt.Sub(now)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/leads/clock.templ`, Line: 21, Col: 84}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/leads/clock.templ`, Line: 21, Col: 89}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 			if templ_7745c5c3_Err != nil {
@@ -445,12 +445,12 @@ func slaEmpty(v InboxView) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if v.SLA == "overdue" {
-			templ_7745c5c3_Err = components.EmptyState("Nobody is waiting too long", "Leads a rule assigned show up here when their first response is overdue.", v.Filters.ViewHref(ViewDueSoon), "Due soon").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.EmptyState("No first reply is overdue", "Leads a rule assigned show up here when nobody replied to them in time.", v.Filters.ViewHref(ViewDueSoon), "First reply due soon").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = components.EmptyState("Nothing due in the next 15 minutes", "Assigned leads show up here shortly before their first response is due.", v.Filters.ViewHref(ViewOverdue), "Overdue").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.EmptyState("No first reply due in the next 15 minutes", "Assigned leads show up here shortly before their first reply is due.", v.Filters.ViewHref(ViewOverdue), "First reply overdue").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

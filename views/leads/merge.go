@@ -15,13 +15,14 @@ type MergePanels struct {
 	MergedIntoTitle string
 	Merged          []Lead
 	Duplicates      []DuplicateLead
-	CanMerge        bool // admins merge and unmerge
+	CanMerge        bool // the reader may unmerge here (an admin, or the owner)
 }
 
 // DuplicateLead is one possible duplicate and why ("email", "phone").
 type DuplicateLead struct {
-	Lead    Lead
-	Reasons []string
+	Lead     Lead
+	Reasons  []string
+	CanMerge bool // the reader may merge the two (an admin, or the owner of both)
 }
 
 // MergeField is one row of the merge picker: a field and each lead's value.
@@ -37,7 +38,9 @@ type MergeView struct {
 	Page     layouts.Page
 	Survivor Lead
 	Others   []Lead
-	Fields   []MergeField
+	Fields   []MergeField // only the fields whose values differ
+	Same     []string     // labels of the fields all leads agree on
+	Captions []string     // per lead (Leads order): its source and when it came
 	Version  int
 	Key      string
 	Error    string
@@ -45,6 +48,22 @@ type MergeView struct {
 
 // Leads are the survivor then the others, the picker's columns.
 func (v MergeView) Leads() []Lead { return append([]Lead{v.Survivor}, v.Others...) }
+
+// SwitchHref is the picker with lead id kept instead of the survivor.
+func (v MergeView) SwitchHref(id string) string {
+	q := "/leads/" + id + "/merge"
+	sep := "?"
+	for _, l := range v.Leads() {
+		if l.ID != id {
+			q += sep + "with=" + l.ID
+			sep = "&"
+		}
+	}
+	return q
+}
+
+// SourceLabel is where a lead came from, in sales words.
+func SourceLabel(l Lead) string { return sourceLabel(l) }
 
 // ReasonText is "same email", "same email and phone".
 func ReasonText(reasons []string) string {
@@ -58,3 +77,25 @@ func ReasonText(reasons []string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// joinWords is "Email, Phone and Status".
+func joinWords(ws []string) string {
+	switch len(ws) {
+	case 0:
+		return ""
+	case 1:
+		return ws[0]
+	}
+	out := ws[0]
+	for _, w := range ws[1 : len(ws)-1] {
+		out += ", " + w
+	}
+	return out + " and " + ws[len(ws)-1]
+}

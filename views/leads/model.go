@@ -115,8 +115,9 @@ func (l Lead) Title() string {
 		return l.Email
 	case l.Phone != "":
 		return l.Phone
-	case l.Pending != "" && l.SourceRef != "":
-		return "Meta lead " + l.SourceRef
+	case l.Pending != "":
+		// Not by its leadgen id: a sender's id is plumbing (Technical details).
+		return "Lead from " + sourceLabel(l)
 	}
 	return "Unnamed lead"
 }
@@ -174,8 +175,8 @@ var Views = []View{
 	{Key: ViewDue, Label: "My follow-ups due", Defaults: Filters{Status: StatusOpen, Owner: OwnerMe, Due: DueToday}, ByDue: true},
 	{Key: ViewUnassigned, Label: "Unassigned new", Defaults: Filters{Status: "new", Owner: "none"}},
 	{Key: ViewAll, Label: "All"},
-	{Key: ViewOverdue, Label: "Overdue", SLA: "overdue"},
-	{Key: ViewDueSoon, Label: "Due soon", SLA: "due_soon"},
+	{Key: ViewOverdue, Label: "First reply overdue", SLA: "overdue"},
+	{Key: ViewDueSoon, Label: "First reply due soon", SLA: "due_soon"},
 	{Key: ViewDuplicates, Label: "Possible duplicates", Duplicates: true},
 }
 
@@ -218,11 +219,20 @@ func (f Filters) Effective() Filters {
 		Owner: pick(f.Owner, v.Defaults.Owner), Due: pick(f.Due, v.Defaults.Due)}
 }
 
-// NarrowCount is how many sheet values narrow the list (the button's badge).
+// NarrowCount is how many sheet values the user chose (the button's
+// badge): a value in the URL that differs from the view's own. A view's
+// defaults are the view, not a filter the user set.
 func (f Filters) NarrowCount() int {
-	e, n := f.Effective(), 0
-	for _, v := range []string{e.Status, e.Source, e.Owner, e.Due} {
-		if v != FilterAny {
+	v, _ := ViewFor(f.View)
+	def := func(s string) string {
+		if s == "" {
+			return FilterAny
+		}
+		return s
+	}
+	n := 0
+	for _, p := range [][2]string{{f.Status, v.Defaults.Status}, {f.Source, v.Defaults.Source}, {f.Owner, v.Defaults.Owner}, {f.Due, v.Defaults.Due}} {
+		if p[0] != "" && p[0] != def(p[1]) {
 			n++
 		}
 	}
@@ -324,6 +334,44 @@ type InboxView struct {
 	// first Mine of Leads are the reader's own.
 	SLA  string
 	Mine int
+	// Groups are the duplicates view's sets (nil in other views): each
+	// page lead with the leads it shares an email or phone with.
+	Groups []DuplicateGroup
+}
+
+// DuplicateGroup is one set of possible duplicates: why they match and
+// the lead a merge keeps (Survivor: the newest someone gave a status, else
+// the newest).
+type DuplicateGroup struct {
+	Reason   string // "same email", "same email and phone"
+	Leads    []Lead // newest first
+	Survivor string
+	CanMerge bool // the reader may merge all of them (leads.MayMerge)
+}
+
+// MergeHref is the merge picker for the group: the survivor and the rest.
+func (g DuplicateGroup) MergeHref() string {
+	q := url.Values{}
+	for _, l := range g.Leads {
+		if l.ID != g.Survivor {
+			q.Add("with", l.ID)
+		}
+	}
+	return "/leads/" + g.Survivor + "/merge?" + q.Encode()
+}
+
+// PickSurvivor is the lead a merge keeps by default among leads (newest
+// first): the newest whose status a person set (not New), else the newest.
+func PickSurvivor(ls []Lead) string {
+	for _, l := range ls {
+		if l.Status != "new" {
+			return l.ID
+		}
+	}
+	if len(ls) == 0 {
+		return ""
+	}
+	return ls[0].ID
 }
 
 // ViewHref is /leads in another quick view (the search is kept).
@@ -339,6 +387,10 @@ type Column struct {
 	Leads      []Lead
 	NextCursor string // "" when every card is shown
 }
+
+// Folded reports whether the board shows the column folded to its count
+// (Won and Lost: closed deals, not worked on the board).
+func (c Column) Folded() bool { return c.Status == "won" || c.Status == "lost" }
 
 // BoardView is GET /leads/board.
 type BoardView struct {
@@ -367,6 +419,39 @@ type Event struct {
 	// Items are the duplicate entries a collapsed "Duplicate ×N" row
 	// stands for, newest first (nil for a single entry).
 	Items []Event
+	// First marks the oldest delivery of the lead: it "arrived", the later
+	// ones "updated" it (MarkFirstDelivery).
+	First bool
+}
+
+// Technical reports whether the entry is the sender's plumbing only (a
+// repeated delivery, a record older than the lead's data): it shows under
+// "Technical details", never in the timeline a salesperson reads.
+func (e Event) Technical() bool { return e.Kind == "duplicate" || e.Kind == "stale" }
+
+// FromSender reports whether the sender made the entry (what "Technical
+// details" lists with its ids).
+func (e Event) FromSender() bool {
+	switch e.Kind {
+	case "delivery", "duplicate", "stale", "reconcile":
+		return true
+	}
+	return false
+}
+
+// MarkFirstDelivery marks the oldest delivery of a timeline (newest first)
+// as the one the lead arrived with, unless an older entry says how it came.
+func MarkFirstDelivery(evs []Event) []Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Kind {
+		case "delivery":
+			evs[i].First = true
+			return evs
+		case "created", "reconcile", EventArrived:
+			return evs
+		}
+	}
+	return evs
 }
 
 // EventArrived is the timeline's first entry for a sender's lead whose
@@ -533,9 +618,41 @@ func sourceLabel(l Lead) string {
 		return "Added by hand"
 	}
 	if l.SourceName != "" {
-		return l.SourceName
+		return SourceName(l.SourceName)
 	}
 	return "Deleted source"
+}
+
+// SourceName is a source's name as sales staff know it: "Checkout (Stripe-
+// style signature)" reads "Checkout". An admin may have noted how a sender
+// signs in brackets; that note is plumbing, kept for the admin's pages.
+func SourceName(name string) string {
+	i := strings.LastIndex(name, " (")
+	if i <= 0 || !strings.HasSuffix(name, ")") {
+		return name
+	}
+	note := strings.ToLower(name[i+2 : len(name)-1])
+	for _, w := range []string{"signature", "signed", "webhook", "hmac", "stripe-style", "generic", "payload", "delivery", "deliveries"} {
+		if strings.Contains(note, w) {
+			return strings.TrimSpace(name[:i])
+		}
+	}
+	return name
+}
+
+// Resubmitted is "Submitted twice" (or "Submitted 3 times") for a lead the
+// person sent again through the form, distinct submissions at least an
+// hour apart; "" otherwise. A sender's retries of one submission are not
+// the person's doing and never count.
+func (l Lead) Resubmitted() string {
+	n := l.TimesSeen - min(max(l.Repeats, 0), l.TimesSeen)
+	if n < 2 || l.SourceID == "" || l.LastSeenAt.Sub(l.CreatedAt) < time.Hour {
+		return ""
+	}
+	if n == 2 {
+		return "Submitted twice"
+	}
+	return "Submitted " + strconv.Itoa(n) + " times"
 }
 
 // Plural is "1 lead" or "12 leads".
@@ -571,4 +688,30 @@ func dueInput(l Lead, loc *time.Location) string {
 		return ""
 	}
 	return l.DueAt.In(loc).Format("2006-01-02T15:04")
+}
+
+// leadTitleHint is the row title's tooltip: how to reach the person.
+func leadTitleHint(l Lead) string {
+	var parts []string
+	for _, s := range []string{l.Email, l.Phone} {
+		if s != "" && s != l.Title() {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+func groupLeads(gs []DuplicateGroup) int {
+	n := 0
+	for _, g := range gs {
+		n += len(g.Leads)
+	}
+	return n
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }

@@ -96,8 +96,8 @@ func TestCollapseDuplicates(t *testing.T) {
 }
 
 func TestPendingMetaLead(t *testing.T) {
-	l := Lead{SourceRef: "1234567890", Pending: PendingMeta, FormID: "560"}
-	if l.Title() != "Meta lead 1234567890" || l.PendingText() != "Details pending from Meta" || l.FormText() != "form 560" {
+	l := Lead{SourceRef: "1234567890", SourceID: "s1", SourceName: "Facebook Lead Ads", Pending: PendingMeta, FormID: "560"}
+	if l.Title() != "Lead from Facebook Lead Ads" || l.PendingText() != "Details pending from Meta" || l.FormText() != "form 560" {
 		t.Errorf("%q %q %q", l.Title(), l.PendingText(), l.FormText())
 	}
 	l.Pending = PendingToken
@@ -114,8 +114,16 @@ func TestPendingMetaLead(t *testing.T) {
 func TestFiltersEffective(t *testing.T) {
 	f := Filters{View: ViewMine, Status: "won"}
 	e := f.Effective()
-	if e.Status != "won" || e.Owner != OwnerMe || e.Source != FilterAny || e.Due != FilterAny || f.NarrowCount() != 2 {
+	if e.Status != "won" || e.Owner != OwnerMe || e.Source != FilterAny || e.Due != FilterAny || f.NarrowCount() != 1 {
 		t.Fatalf("mine + status=won: %+v (%d narrowing)", e, f.NarrowCount())
+	}
+	// The badge counts what the user chose, not the view's own values,
+	// even when the form sent them along.
+	if n := (Filters{View: ViewMine, Status: StatusOpen, Owner: OwnerMe, Source: FilterAny, Due: FilterAny}).NarrowCount(); n != 0 {
+		t.Fatalf("My open leads as the form sends it: %d chosen", n)
+	}
+	if n := (Filters{View: ViewMine, Status: StatusOpen, Owner: FilterAny, Source: "s1", Due: FilterAny}).NarrowCount(); n != 2 {
+		t.Fatalf("anyone's leads of one source: %d chosen", n)
 	}
 	if e := (Filters{View: ViewDue}).Effective(); e.Status != StatusOpen || e.Owner != OwnerMe || e.Due != DueToday {
 		t.Fatalf("due view: %+v", e)
@@ -133,5 +141,36 @@ func TestFiltersEffective(t *testing.T) {
 	now := time.Date(2027, 1, 15, 12, 0, 0, 0, time.UTC) // 07:00 in New York
 	if got := DueText(time.Date(2027, 1, 15, 14, 0, 0, 0, time.UTC).In(ny), now); got != "today 09:00" {
 		t.Fatalf("DueText in New York: %q", got)
+	}
+}
+
+// Sales words: a source's signing note is dropped, a sender's retries are
+// never a re-submission, a person's second submission an hour later is.
+func TestSalesWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"Checkout (Stripe-style signature)": "Checkout",
+		"Landing page (Standard Webhooks)":  "Landing page",
+		"Partner CRM (generic HMAC)":        "Partner CRM",
+		"Facebook Lead Ads":                 "Facebook Lead Ads",
+		"Website (EU)":                      "Website (EU)",
+	} {
+		if got := SourceName(in); got != want {
+			t.Errorf("SourceName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	retried := Lead{SourceID: "s", TimesSeen: 2, Repeats: 1, CreatedAt: t0, LastSeenAt: t0.Add(2 * time.Hour)}
+	again := Lead{SourceID: "s", TimesSeen: 2, CreatedAt: t0, LastSeenAt: t0.Add(time.Hour)}
+	quick := Lead{SourceID: "s", TimesSeen: 3, CreatedAt: t0, LastSeenAt: t0.Add(time.Minute)}
+	thrice := Lead{SourceID: "s", TimesSeen: 4, Repeats: 1, CreatedAt: t0, LastSeenAt: t0.Add(3 * time.Hour)}
+	if retried.Resubmitted() != "" || quick.Resubmitted() != "" || again.Resubmitted() != "Submitted twice" || thrice.Resubmitted() != "Submitted 3 times" {
+		t.Errorf("%q %q %q %q", retried.Resubmitted(), quick.Resubmitted(), again.Resubmitted(), thrice.Resubmitted())
+	}
+	if n := (Filters{View: ViewDuplicates}).NarrowCount(); n != 0 {
+		t.Errorf("the duplicates view counts %d filters", n)
+	}
+	g := DuplicateGroup{Leads: []Lead{{ID: "3", Status: "new"}, {ID: "2", Status: "contacted"}, {ID: "1", Status: "qualified"}}}
+	if g.Survivor = PickSurvivor(g.Leads); g.Survivor != "2" || g.MergeHref() != "/leads/2/merge?with=3&with=1" {
+		t.Errorf("survivor %s, %s", g.Survivor, g.MergeHref())
 	}
 }

@@ -23,7 +23,7 @@ import (
 // the webhook are processed and each lead's page names its owner and the
 // rule, with the first-response clock; the Overdue view lists overdue
 // leads, the reader's own first, with the due time in the reader's zone.
-// A stale form is refused; staff get 404 on the rules page; the pages fit
+// A stale form is refused; staff get 403 on the rules page; the pages fit
 // 390 and 1280 px (screenshots assignment-*, overdue-*, lead-assigned-*).
 func TestBrowserAssignment(t *testing.T) {
 	if chromiumPath() == "" {
@@ -192,7 +192,7 @@ func TestBrowserAssignment(t *testing.T) {
 	if got := run(admin, chromedp.Evaluate[string](`document.querySelector('[data-testid="field-first-response"] [data-testid="sla"]').dataset.clock`)); got != "running" {
 		t.Errorf("clock state %q", got)
 	}
-	if got := admin.text(`[data-testid="field-first-response"]`); !strings.Contains(got, "Answer within") {
+	if got := admin.text(`[data-testid="field-first-response"]`); !strings.Contains(got, "First reply within") {
 		t.Errorf("first response %q", got)
 	}
 	admin.screenshot("lead-assigned")
@@ -215,8 +215,8 @@ func TestBrowserAssignment(t *testing.T) {
 		t.Errorf("group heading %q", got)
 	}
 	chip := admin.text(`[data-lead-id="` + adas + `"] [data-testid="sla"]`)
-	if !strings.Contains(chip, "Overdue by 1 h 3") || !strings.Contains(chip, due.In(loc).Format("15:04")) {
-		t.Errorf("overdue chip %q, want 'Overdue by 1 h 3…' and %s", chip, due.In(loc).Format("15:04"))
+	if !strings.Contains(chip, "First reply overdue by 1 h 3") || !strings.Contains(chip, due.In(loc).Format("15:04")) {
+		t.Errorf("overdue chip %q, want 'First reply overdue by 1 h 3…' and %s", chip, due.In(loc).Format("15:04"))
 	}
 	admin.screenshot("overdue")
 	admin.pageFits("/leads?view=overdue", 390, 844, true)
@@ -230,7 +230,7 @@ func TestBrowserAssignment(t *testing.T) {
 	admin.screenshotViewport("overdue-390-first-screen")
 	admin.do(chromedp.EmulateViewport(1280, 900))
 	admin.open("/leads/" + adas)
-	if got := admin.text(`.lead-sub [data-testid="sla"]`); !strings.Contains(got, "Overdue by") {
+	if got := admin.text(`.lead-sub [data-testid="sla"]`); !strings.Contains(got, "First reply overdue by") {
 		t.Errorf("the lead's header says %q", got)
 	}
 	admin.screenshot("lead-overdue")
@@ -258,7 +258,7 @@ func TestBrowserAssignment(t *testing.T) {
 	t.Log("staff see the views but not the rules page")
 	staff := newTab(t, browser, e.URL, "ada")
 	staff.login("ada@acme.test", "staff-password-1")
-	if st := staff.open("/settings/assignment"); st != http.StatusNotFound {
+	if st := staff.open("/settings/assignment"); st != http.StatusForbidden {
 		t.Errorf("staff on the rules page: %d", st)
 	}
 	staff.open("/leads?view=overdue")

@@ -55,7 +55,7 @@ func (s sender) postRaw(deliveryID string, body []byte, now time.Time) int {
 // TestBrowserAcceptance is the first acceptance run in a real Chromium:
 // log in, a signed webhook's lead appears, status survives a re-delivery
 // with a changed email, a stale edit shows the conflict, a double-clicked
-// "Add note" makes one note, staff and other tenants get 404, and names
+// "Add note" makes one note, staff get 403 "Admins only" on an admin page, other tenants 404, and names
 // with markup render as text. Screenshots go to artifacts/screenshots.
 func TestBrowserAcceptance(t *testing.T) {
 	if chromiumPath() == "" {
@@ -177,7 +177,7 @@ func TestBrowserAcceptance(t *testing.T) {
 	}
 
 	t.Log("a staff user cannot open the sources page")
-	if st := staff.open("/sources"); st != http.StatusNotFound || staff.count(`[data-testid="error-page"]`) != 1 {
+	if st := staff.open("/sources"); st != http.StatusForbidden || !strings.Contains(staff.text(`[data-testid="error-page"] h1`), "Admins only") {
 		t.Fatalf("staff /sources: %d", st)
 	}
 	if staff.count(`[data-testid="nav-sources"]`) != 0 {

@@ -16,7 +16,7 @@ import (
 
 // An admin reads and changes the tenant's retention on the settings page:
 // the defaults shown, a value out of range refused with the field marked,
-// a good one saved (and audited); staff get 404; a cross-site post is
+// a good one saved (and audited); staff get 403; a cross-site post is
 // refused.
 func TestBrowserRetention(t *testing.T) {
 	if chromiumPath() == "" {
@@ -81,7 +81,7 @@ func TestBrowserRetention(t *testing.T) {
 
 	staff := newTab(t, browser, e.URL, "staff")
 	staff.login("sam@acme.test", "sam-password-1")
-	if st := staff.open("/settings/retention"); st != http.StatusNotFound {
+	if st := staff.open("/settings/retention"); st != http.StatusForbidden {
 		t.Fatalf("staff on the retention page: %d", st)
 	}
 

@@ -318,17 +318,19 @@ func TestBrowserEveryPage(t *testing.T) {
 		admin.screenshot("page-" + p.name)
 	}
 
-	t.Log("a Meta lead waiting for its details: leadgen id, form, a chip, everywhere")
+	t.Log("a Meta lead waiting for its details: a chip and its source everywhere, its ids under Technical details")
 	for _, path := range []string{"/leads", "/leads/board", "/leads/" + metaID} {
 		admin.open(path)
-		got := admin.text(`[data-testid="pending"]`)
-		if !strings.Contains(got, "connect a Meta access token") || !strings.Contains(got, "form 560000000000001") {
+		if got := admin.text(`[data-testid="pending"]`); !strings.Contains(got, "connect a Meta access token") {
 			t.Errorf("%s: pending chip %q", path, got)
 		}
-		if !strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Meta lead 987654321012345") ||
-			strings.Contains(run(admin, chromedp.Evaluate[string](`document.body.innerText`)), "Unnamed lead") {
-			t.Errorf("%s does not call it by its leadgen id", path)
+		text := run(admin, chromedp.Evaluate[string](`document.body.innerText`))
+		if !strings.Contains(text, "Lead from Facebook Lead Ads") || strings.Contains(text, "Unnamed lead") || strings.Contains(text, "987654321012345") {
+			t.Errorf("%s does not call it by its source, or shows its leadgen id", path)
 		}
+	}
+	if got := admin.liveText(`[data-testid="technical-details"]`); !strings.Contains(got, "987654321012345") || !strings.Contains(got, "560000000000001") {
+		t.Errorf("the technical details say %q, want the leadgen and form ids", got)
 	}
 	admin.screenshot("lead-meta-pending")
 
