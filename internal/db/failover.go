@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -152,6 +153,33 @@ func nodeReady(ctx context.Context, conn driver.Conn) error {
 		s = x
 	}
 	if !strings.EqualFold(s, "ON") {
+		return errNodeNotReady
+	}
+	return nil
+}
+
+// Ready pings the database and, on a Galera node, checks that the node
+// serves (wsrep_ready): a joining node or one without quorum answers
+// error 1047 to every query, so /readyz says 503 rather than 200. A
+// server without these status tables (MySQL 8) is ready when it answers.
+func Ready(ctx context.Context, d interface {
+	PingContext(ctx context.Context) error
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) error {
+	if err := d.PingContext(ctx); err != nil {
+		return err
+	}
+	var v string
+	err := d.QueryRowContext(ctx, `SELECT COALESCE((SELECT s.VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS s
+		JOIN information_schema.GLOBAL_VARIABLES v ON v.VARIABLE_NAME = 'WSREP_ON' AND v.VARIABLE_VALUE = 'ON'
+		WHERE s.VARIABLE_NAME = 'WSREP_READY'), 'ON')`).Scan(&v)
+	if n := errNumber(err); n != 0 && n != ErWsrepNotReady {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(v, "ON") {
 		return errNodeNotReady
 	}
 	return nil

@@ -89,3 +89,10 @@ func TestOpenFailsOverToTheNextAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestReadyOnAPlainServer(t *testing.T) {
+	d, _ := dbtest.New(t, "ready")
+	if err := db.Ready(context.Background(), d); err != nil {
+		t.Fatalf("a plain MariaDB is ready: %v", err)
+	}
+}
