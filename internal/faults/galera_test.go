@@ -180,7 +180,7 @@ func (g *galeraNode) status(name string) string {
 	}
 	defer d.Close()
 	var k, v string
-	if err := d.QueryRow("SHOW STATUS LIKE '" + name + "'").Scan(&k, &v); err != nil {
+	if err := d.QueryRow("SHOW STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
 		return ""
 	}
 	return v
