@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,6 +377,7 @@ func TestGalera(t *testing.T) {
 		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
 	s.redis = redistest.Single(t)
 	// Server 1 prefers node 1, server 2 node 2, the worker node 3.
+	binaries(t)
 	migStart := time.Now()
 	server2, hosts := startLeadpipeOn(t, s, [3]string{cluster.dsn(0, dbName), cluster.dsn(1, dbName), cluster.dsn(2, dbName)}, t.TempDir())
 	t.Logf("galera: two servers and a worker started at once, ready (migrated) in %.1fs", time.Since(migStart).Seconds())
@@ -460,6 +462,97 @@ func (g *galeraSuite) nodesAgree(dbName string) {
 			t.Logf("  every node: %s", got)
 		} else if got != want {
 			t.Errorf("node %d holds %s, node 1 %s", n.n, got, want)
+		}
+	}
+}
+
+// TestGaleraIngestCost measures ingest on the three-node cluster against
+// one plain MariaDB in the same sitting: the same two servers and worker,
+// the same retrying senders, loads alternating between the two set-ups.
+// Run by LEADPIPE_GALERA=cost (docs/BENCHMARKS.md, "Galera").
+func TestGaleraIngestCost(t *testing.T) {
+	if os.Getenv("LEADPIPE_GALERA") != "cost" {
+		t.Skip("LEADPIPE_GALERA=cost runs the comparison")
+	}
+	n, _ := strconv.Atoi(os.Getenv("LEADPIPE_GALERA_N"))
+	if n <= 0 {
+		n = 3000
+	}
+	const senders = 16
+	sc := scale{perPhase: n, senders: senders, settle: 5 * time.Minute}
+	newSuite := func() *suite {
+		return &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
+			keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	}
+	type setup struct {
+		name   string
+		s      *suite
+		client *http.Client
+	}
+	old := client
+	t.Cleanup(func() { client = old })
+
+	plain := newSuite()
+	mdb := startMariaDB(t)
+	plain.redis = redistest.Single(t)
+	dsn := mdb.dsn("leadpipe_cost")
+	_, hostsP := startLeadpipeOn(t, plain, [3]string{dsn, dsn, dsn}, t.TempDir())
+	cluster := startGalera(t)
+	gal := newSuite()
+	gal.redis = redistest.Single(t)
+	_, hostsG := startLeadpipeOn(t, gal, [3]string{cluster.dsn(0, "leadpipe_cost"), cluster.dsn(1, "leadpipe_cost"), cluster.dsn(2, "leadpipe_cost")}, t.TempDir())
+	setups := []*setup{
+		{name: "one plain MariaDB", s: plain, client: &http.Client{Timeout: 10 * time.Second, Transport: &alternating{hosts: hostsP, log: &ingestLog{}}}},
+		{name: "three Galera nodes", s: gal, client: &http.Client{Timeout: 10 * time.Second, Transport: &alternating{hosts: hostsG, log: &ingestLog{}}}},
+	}
+	var err error
+	if plain.check, err = db.Open(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	if gal.check, err = db.Open(context.Background(), cluster.dsn(0, "leadpipe_cost")); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range setups {
+		client = st.client
+		st.s.provision()
+	}
+	for round := 1; round <= 2; round++ {
+		for _, st := range setups {
+			client = st.client
+			s := st.s
+			first := s.next
+			s.next += n
+			work := make(chan int)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < senders; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range work {
+						s.deliver(i)
+					}
+				}()
+			}
+			for i := first; i < first+n; i++ {
+				work <- i
+			}
+			close(work)
+			wg.Wait()
+			acked := time.Since(start)
+			s.settled(st.name)
+			done := time.Since(start)
+			l := st.client.Transport.(*alternating).log
+			l.mu.Lock()
+			var lat []time.Duration
+			lat = append(lat, l.slow...)
+			l.slow = l.slow[:0]
+			l.mu.Unlock()
+			slices.Sort(lat)
+			p := func(q float64) float64 { return lat[int(q*float64(len(lat)-1))].Seconds() * 1000 }
+			t.Logf("round %d, %-18s %d deliveries (+%d sender duplicates), %d senders: acknowledged in %.1fs (%.0f/s, p50 %.1f ms, p99 %.1f ms), all processed in %.1fs (%.0f/s)",
+				round, st.name, n, n/5, senders, acked.Seconds(), float64(n+n/5)/acked.Seconds(), p(0.5), p(0.99), done.Seconds(), float64(n)/done.Seconds())
+			s.invariants(fmt.Sprintf("round %d on %s", round, st.name))
 		}
 	}
 }
