@@ -167,8 +167,8 @@ func (a *App) claimRedis(ctx context.Context) error {
 // ready names what is down, for /readyz.
 func (a *App) ready(ctx context.Context) map[string]string {
 	down := map[string]string{}
-	if err := a.DB.PingContext(ctx); err != nil {
-		down["mysql"] = "unreachable"
+	if err := db.Ready(ctx, a.DB); err != nil {
+		down["mysql"] = "unreachable or not ready"
 	}
 	if err := a.RDB.Ping(ctx).Err(); err != nil {
 		down["redis"] = "unreachable"

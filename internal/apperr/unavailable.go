@@ -32,6 +32,8 @@ func IsUnavailable(err error) bool {
 		switch me.Number {
 		case 1040, 1053, 2002, 2003, 2006, 2013: // too many connections, shutdown, can't connect, gone away, lost
 			return true
+		case 1047: // a Galera node joining or without quorum: not ready
+			return true
 		}
 	}
 	return false

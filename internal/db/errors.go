@@ -15,6 +15,9 @@ const (
 	ErLockDeadlock    = 1213
 	ErLockWaitTimeout = 1205
 	ErDataTooLong     = 1406
+	// ErWsrepNotReady: a Galera node that is joining or has lost quorum
+	// ("WSREP has not yet prepared node for application use").
+	ErWsrepNotReady = 1047
 )
 
 // IsDuplicate reports a unique-key violation.

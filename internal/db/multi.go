@@ -19,12 +19,19 @@ import (
 // uses it; everything else goes through Open's pool, where a stray ';'
 // stays an error.
 func OpenOneTrip(ctx context.Context, dsn string, conns int) (*sqlx.DB, error) {
-	cfg, err := Normalize(dsn)
+	cfg, addrs, err := normalize(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse DSN: %w", err)
 	}
 	cfg.MultiStatements = true
-	conn, err := mysql.NewConnector(cfg)
+	probe, err := connector(cfg, addrs, false)
+	if err != nil {
+		return nil, err
+	}
+	pdb := sql.OpenDB(probe)
+	galera := isGalera(ctx, pdb)
+	pdb.Close()
+	conn, err := connector(cfg, addrs, galera)
 	if err != nil {
 		return nil, err
 	}

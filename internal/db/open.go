@@ -6,6 +6,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"time"
@@ -19,9 +20,17 @@ import (
 // interpolation. READ COMMITTED is set per transaction by InTx (the session
 // variable's name differs between MySQL and MariaDB).
 func Normalize(dsn string) (*mysql.Config, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, _, err := normalize(dsn)
+	return cfg, err
+}
+
+// normalize is Normalize that also returns the node addresses of a DSN
+// naming several (Addrs).
+func normalize(dsn string) (*mysql.Config, []string, error) {
+	first, addrs := Addrs(dsn)
+	cfg, err := mysql.ParseDSN(first)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -46,19 +55,22 @@ func Normalize(dsn string) (*mysql.Config, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
-	return cfg, nil
+	return cfg, addrs, nil
 }
 
 // Open connects, creating the database when it is missing and the user may.
+// A DSN may name several nodes of a Galera cluster ("tcp(a:3306,b:3306)"):
+// each new connection goes to the first that is up and ready (Addrs).
 func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
-	cfg, err := Normalize(dsn)
+	cfg, addrs, err := normalize(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse DSN: %w", err)
 	}
-	if err := ensureDatabase(ctx, cfg); err != nil {
+	galera, err := ensureDatabase(ctx, cfg, addrs)
+	if err != nil {
 		return nil, err
 	}
-	conn, err := mysql.NewConnector(cfg)
+	conn, err := connector(cfg, addrs, galera)
 	if err != nil {
 		return nil, err
 	}
@@ -75,42 +87,70 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	return d, nil
 }
 
-func ensureDatabase(ctx context.Context, cfg *mysql.Config) error {
+// connector opens the pool's connections. On a Galera cluster every
+// session waits, before each read, until its node has applied what the
+// cluster committed before it (wsrep_sync_wait=1): a row written through
+// another node is never "not found" here. A DSN that sets
+// wsrep_sync_wait itself keeps its value.
+func connector(cfg *mysql.Config, addrs []string, galera bool) (driver.Connector, error) {
+	if galera {
+		cfg = cfg.Clone()
+		if _, set := cfg.Params["wsrep_sync_wait"]; !set {
+			cfg.Params["wsrep_sync_wait"] = "1"
+		}
+	}
+	if len(addrs) <= 1 && !galera {
+		return mysql.NewConnector(cfg)
+	}
+	return newNodeConnector(cfg, addrs, galera)
+}
+
+// isGalera reports whether the server replicates through Galera
+// (@@wsrep_on; a server without the variable is not).
+func isGalera(ctx context.Context, sdb *sql.DB) bool {
+	var on int
+	return sdb.QueryRowContext(ctx, "SELECT @@wsrep_on").Scan(&on) == nil && on == 1
+}
+
+// ensureDatabase creates the database when it is missing and reports
+// whether the server is a Galera node.
+func ensureDatabase(ctx context.Context, cfg *mysql.Config, addrs []string) (galera bool, err error) {
 	name := cfg.DBName
 	if strings.ContainsAny(name, "`\x00") {
-		return fmt.Errorf("db: bad database name %q", name)
+		return false, fmt.Errorf("db: bad database name %q", name)
 	}
 	admin := cfg.Clone()
 	admin.DBName = ""
-	conn, err := mysql.NewConnector(admin)
+	conn, err := connector(admin, addrs, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	sdb := sql.OpenDB(conn)
 	defer sdb.Close()
 	var one int
 	err = sdb.QueryRowContext(ctx, "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&one)
-	if err == nil {
-		return nil
+	if err != nil && err != sql.ErrNoRows {
+		return false, fmt.Errorf("db: connect to %s: %w", cfg.Addr, err)
 	}
-	if err != sql.ErrNoRows {
-		return fmt.Errorf("db: connect to %s: %w", cfg.Addr, err)
+	galera = isGalera(ctx, sdb)
+	if err == nil {
+		return galera, nil
 	}
 	if _, err := sdb.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
-		return fmt.Errorf("db: database %q is missing and could not be created: %w", name, err)
+		return false, fmt.Errorf("db: database %q is missing and could not be created: %w", name, err)
 	}
-	return nil
+	return galera, nil
 }
 
 // DropDatabase drops the named database (tests).
 func DropDatabase(ctx context.Context, dsn string) error {
-	cfg, err := Normalize(dsn)
+	cfg, addrs, err := normalize(dsn)
 	if err != nil {
 		return err
 	}
 	name := cfg.DBName
 	cfg.DBName = ""
-	conn, err := mysql.NewConnector(cfg)
+	conn, err := connector(cfg, addrs, false)
 	if err != nil {
 		return err
 	}

@@ -28,15 +28,17 @@ var (
 // it meant to insert was inserted meanwhile); InTx re-runs it.
 var ErrRetryTx = errors.New("transaction raced; re-run it")
 
-// Retryable reports whether err is a deadlock (1213) or lock wait timeout
-// (1205): the transaction was rolled back by the server and may be re-run.
+// Retryable reports whether err is a deadlock (1213, also what a Galera
+// certification conflict gives at COMMIT), a lock wait timeout (1205) or a
+// Galera node not ready (1047): the transaction was rolled back by the
+// server and may be re-run.
 func Retryable(err error) bool {
 	if errors.Is(err, ErrRetryTx) {
 		return true
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		return me.Number == 1213 || me.Number == 1205
+		return me.Number == ErLockDeadlock || me.Number == ErLockWaitTimeout || me.Number == ErWsrepNotReady
 	}
 	return false
 }

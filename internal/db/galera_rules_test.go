@@ -1,0 +1,98 @@
+package db_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/dbtest"
+)
+
+// Galera replicates row events by primary key: a table without one is
+// slow to apply and may diverge between nodes (docs/SCALING.md,
+// "Database"). Every table of a migrated database has one, and every
+// table is InnoDB (the only engine Galera replicates).
+func TestEveryTableHasAPrimaryKey(t *testing.T) {
+	d, _ := dbtest.New(t, "pk")
+	ctx := context.Background()
+	var rows []struct {
+		Table  string `db:"TABLE_NAME"`
+		Engine string `db:"ENGINE"`
+		HasPK  int    `db:"has_pk"`
+	}
+	if err := d.SelectContext(ctx, &rows, `
+		SELECT t.TABLE_NAME, t.ENGINE,
+			EXISTS (SELECT 1 FROM information_schema.TABLE_CONSTRAINTS c
+				WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME AND c.CONSTRAINT_TYPE = 'PRIMARY KEY') AS has_pk
+		FROM information_schema.TABLES t
+		WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 20 {
+		t.Fatalf("only %d tables: not a migrated database?", len(rows))
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Table] = true
+		if r.HasPK != 1 {
+			t.Errorf("table %s has no primary key (Galera needs one on every table)", r.Table)
+		}
+		if !strings.EqualFold(r.Engine, "InnoDB") {
+			t.Errorf("table %s uses engine %s; Galera replicates InnoDB only", r.Table, r.Engine)
+		}
+	}
+	for _, must := range []string{"goose_db_version", "migrate_lock", "deliveries", "leads"} {
+		if !seen[must] {
+			t.Errorf("table %s missing from the walk", must)
+		}
+	}
+}
+
+func TestAddrs(t *testing.T) {
+	for _, c := range []struct {
+		in, first string
+		addrs     []string
+	}{
+		{"root@tcp(127.0.0.1:3306)/x?parseTime=true", "root@tcp(127.0.0.1:3306)/x?parseTime=true", []string{"127.0.0.1:3306"}},
+		{"u:p@tcp(a:1, b:2,c:3)/x", "u:p@tcp(a:1)/x", []string{"a:1", "b:2", "c:3"}},
+		{"u@unix(/run/s.sock)/x", "u@unix(/run/s.sock)/x", nil},
+	} {
+		first, addrs := db.Addrs(c.in)
+		if first != c.first || strings.Join(addrs, "|") != strings.Join(c.addrs, "|") {
+			t.Errorf("Addrs(%q) = %q, %q; want %q, %q", c.in, first, addrs, c.first, c.addrs)
+		}
+	}
+}
+
+// A DSN listing several addresses connects through the first that
+// answers: a dead node in front of a live one costs nothing but a
+// refused connection.
+func TestOpenFailsOverToTheNextAddress(t *testing.T) {
+	dsn := dbtest.DSN(t, "failover")
+	t.Cleanup(func() { _ = db.DropDatabase(context.Background(), dsn) })
+	first, addrs := db.Addrs(dsn)
+	if len(addrs) != 1 {
+		t.Skipf("test DSN %q is not a single TCP address", dsn)
+	}
+	// Port 1 on loopback refuses at once.
+	multi := strings.Replace(first, "tcp("+addrs[0]+")", "tcp(127.0.0.1:1,"+addrs[0]+")", 1)
+	d, err := db.Open(context.Background(), multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := 0; i < 5; i++ {
+		var one int
+		if err := d.Get(&one, "SELECT 1"); err != nil || one != 1 {
+			t.Fatalf("query through the second address: %v", err)
+		}
+	}
+}
+
+func TestReadyOnAPlainServer(t *testing.T) {
+	d, _ := dbtest.New(t, "ready")
+	if err := db.Ready(context.Background(), d); err != nil {
+		t.Fatalf("a plain MariaDB is ready: %v", err)
+	}
+}

@@ -1,0 +1,558 @@
+//go:build faults && galera
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/redistest"
+)
+
+// The Galera fault test: three real mariadbd nodes with the galera-4
+// provider on loopback ports, two servers and a worker each preferring a
+// different node (a DSN listing all three, docs/SCALING.md "Database"),
+// the retrying sender alternating between the two servers, and a node
+// SIGKILLed mid-storm and restarted (IST rejoin). The fault suite's
+// invariants are checked after each kill, and every node must hold the
+// same rows.
+//
+//	short (.ci/run):  go test -tags 'faults galera' -run TestGalera -count=1 ./internal/faults/
+//	long (three kills, one per node): LEADPIPE_GALERA=long …
+//	cost (three nodes against one plain MariaDB, same sitting):
+//	                  LEADPIPE_GALERA=cost go test -tags 'faults galera' -run TestGaleraIngestCost -v ./internal/faults/
+
+// galeraNode is one private mariadbd of the cluster, stopped by its PID.
+type galeraNode struct {
+	proc
+	n                      int // 1-based
+	port, gport, iport, sp int
+	dir, tmp               string
+	base                   []string // arguments without the cluster address
+}
+
+type galeraCluster struct {
+	t     *testing.T
+	nodes []*galeraNode
+	runAs []string
+}
+
+func mysqlTools(t *testing.T) (mariadbd, installDB string) {
+	t.Helper()
+	mariadbd, err := exec.LookPath("mariadbd")
+	if err != nil {
+		mariadbd = "/usr/sbin/mariadbd"
+	}
+	if _, err := os.Stat(mariadbd); err != nil {
+		t.Skip("mariadbd not installed")
+	}
+	if installDB, err = exec.LookPath("mariadb-install-db"); err != nil {
+		t.Skip("mariadb-install-db not installed")
+	}
+	if _, err := os.Stat("/usr/lib/galera/libgalera_smm.so"); err != nil {
+		t.Skip("galera-4 not installed (/usr/lib/galera/libgalera_smm.so)")
+	}
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Skip("rsync not installed (the SST method)")
+	}
+	return mariadbd, installDB
+}
+
+// startGalera installs three data directories, bootstraps node 1 and
+// joins nodes 2 and 3 one after the other (each by rsync SST).
+func startGalera(t *testing.T) *galeraCluster {
+	t.Helper()
+	mariadbd, installDB := mysqlTools(t)
+	// mariadbd drops to the mysql user when started as root: the data
+	// directories live in /tmp (mode 755), not in the test's 0700 dir.
+	root, err := os.MkdirTemp("/tmp", "lp-galera-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &galeraCluster{t: t}
+	if os.Geteuid() == 0 {
+		c.runAs = []string{"--user=mysql"}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := 1; i <= 3; i++ {
+		g := &galeraNode{n: i, port: freePort(t), gport: freePort(t), iport: freePort(t), sp: freePort(t), dir: filepath.Join(root, fmt.Sprintf("node%d", i))}
+		if err := os.Mkdir(g.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Its own temporary directory: installs running side by side
+		// name their temporary tables alike.
+		g.tmp = filepath.Join(g.dir, "tmp")
+		if err := os.Mkdir(g.tmp, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(g.tmp, 0o1777)
+		g.env = append(os.Environ(), "TMPDIR="+g.tmp)
+		c.nodes = append(c.nodes, g)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			install := exec.Command(installDB, append([]string{"--no-defaults", "--datadir=" + filepath.Join(g.dir, "data"),
+				"--auth-root-authentication-method=normal", "--skip-test-db"}, c.runAs...)...)
+			install.Env = g.env
+			if out, err := install.CombinedOutput(); err != nil {
+				errs[i-1] = fmt.Errorf("mariadb-install-db node %d: %v\n%s", i, err, out)
+			}
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		if u, err := user.Lookup("mysql"); err == nil {
+			uid, _ := strconv.Atoi(u.Uid)
+			gid, _ := strconv.Atoi(u.Gid)
+			_ = filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
+		}
+	}
+	for _, g := range c.nodes {
+		g.name, g.bin, g.log = fmt.Sprintf("galera%d", g.n), mariadbd, filepath.Join(g.dir, "stdout.log")
+		g.base = append([]string{"--no-defaults", "--datadir=" + filepath.Join(g.dir, "data"), "--socket=" + filepath.Join(g.dir, "mysqld.sock"),
+			"--port=" + strconv.Itoa(g.port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(g.dir, "mysqld.pid"),
+			"--log-error=" + filepath.Join(g.dir, "error.log"), "--innodb-buffer-pool-size=128M",
+			"--max-connections=500", "--skip-name-resolve", "--tmpdir=" + g.tmp,
+			"--wsrep-on=ON", "--wsrep-provider=/usr/lib/galera/libgalera_smm.so", "--binlog-format=ROW",
+			"--innodb-autoinc-lock-mode=2", "--wsrep-cluster-name=leadpipe_galera_test", "--wsrep-sst-method=rsync",
+			fmt.Sprintf("--wsrep-node-address=127.0.0.1:%d", g.gport),
+			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d", g.gport, g.iport),
+			fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", g.sp)}, c.runAs...)
+		t.Cleanup(func() { g.signal(syscall.SIGKILL) })
+	}
+	start := time.Now()
+	for i, g := range c.nodes {
+		addr := "gcomm://"
+		if i > 0 {
+			addr = fmt.Sprintf("gcomm://127.0.0.1:%d", c.nodes[0].gport)
+		}
+		g.args = append(append([]string{}, g.base...), "--wsrep-cluster-address="+addr)
+		g.start(t)
+		c.waitSynced(g, i+1, 3*time.Minute)
+	}
+	t.Logf("galera: three nodes Synced in %.1fs (ports %d, %d, %d)", time.Since(start).Seconds(), c.nodes[0].port, c.nodes[1].port, c.nodes[2].port)
+	return c
+}
+
+func (g *galeraNode) addr() string { return fmt.Sprintf("127.0.0.1:%d", g.port) }
+
+// dsn names every node, the preferred one first.
+func (c *galeraCluster) dsn(prefer int, dbName string) string {
+	addrs := []string{c.nodes[prefer].addr()}
+	for i, g := range c.nodes {
+		if i != prefer {
+			addrs = append(addrs, g.addr())
+		}
+	}
+	return fmt.Sprintf("root@tcp(%s)/%s?parseTime=true&loc=UTC", strings.Join(addrs, ","), dbName)
+}
+
+// status reads one wsrep status variable of a node ("" when it does not answer).
+func (g *galeraNode) status(name string) string {
+	d, err := sqlx.Open("mysql", fmt.Sprintf("root@tcp(%s)/?timeout=2s", g.addr()))
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
+	var k, v string
+	if err := d.QueryRow("SHOW STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
+		return ""
+	}
+	return v
+}
+
+func (c *galeraCluster) waitSynced(g *galeraNode, size int, limit time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if g.status("wsrep_local_state_comment") == "Synced" && g.status("wsrep_cluster_size") == strconv.Itoa(size) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(filepath.Join(g.dir, "error.log"))
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	c.t.Fatalf("galera node %d not Synced in a cluster of %d within %s:\n%s", g.n, size, limit, strings.Join(lines, "\n"))
+}
+
+var recovered = regexp.MustCompile(`WSREP: Recovered position: ([0-9a-f-]+:-?[0-9]+)`)
+
+// kill SIGKILLs node g and starts it again the way that rejoins by IST:
+// first once with --wsrep-recover (a killed node's grastate says seqno
+// -1), then with --wsrep-start-position from its output and the full
+// cluster address. It returns when the node is Synced in a cluster of
+// three again.
+func (c *galeraCluster) kill(g *galeraNode) (rejoin time.Duration) {
+	t := c.t
+	t.Helper()
+	start := time.Now()
+	g.signal(syscall.SIGKILL)
+	var all []string
+	for _, o := range c.nodes {
+		all = append(all, fmt.Sprintf("127.0.0.1:%d", o.gport))
+	}
+	cluster := "--wsrep-cluster-address=gcomm://" + strings.Join(all, ",")
+	rec := exec.Command(g.bin, append(append([]string{}, g.base...), cluster, "--wsrep-recover", "--log-error="+filepath.Join(g.dir, "recover.log"))...)
+	rec.Env = g.env
+	out, err := rec.CombinedOutput()
+	b, _ := os.ReadFile(filepath.Join(g.dir, "recover.log"))
+	if err != nil {
+		t.Fatalf("node %d --wsrep-recover: %v\n%s\n%s", g.n, err, out, b)
+	}
+	m := recovered.FindAllSubmatch(b, -1)
+	if len(m) == 0 {
+		t.Fatalf("node %d --wsrep-recover printed no position:\n%s", g.n, b)
+	}
+	pos := string(m[len(m)-1][1])
+	g.args = append(append([]string{}, g.base...), cluster, "--wsrep-start-position="+pos)
+	g.start(t)
+	c.waitSynced(g, 3, 3*time.Minute)
+	for _, o := range c.nodes {
+		c.waitSynced(o, 3, time.Minute)
+	}
+	b, _ = os.ReadFile(filepath.Join(g.dir, "error.log"))
+	how := "SST"
+	if strings.Contains(string(b[max(0, len(b)-200000):]), "IST received") {
+		how = "IST"
+	}
+	t.Logf("  node %d restarted at position %s, rejoined by %s, Synced %.1fs after the kill", g.n, pos, how, time.Since(start).Seconds())
+	return time.Since(start)
+}
+
+// ingestLog records every webhook POST's outcome, for the seconds a kill
+// cost (answers other than 2xx).
+type ingestLog struct {
+	mu    sync.Mutex
+	fails []time.Time
+	slow  []time.Duration
+	all   int
+}
+
+// alternating is the load balancer in front of the two servers: each
+// request goes to the next one, and its outcome is logged.
+type alternating struct {
+	hosts []string
+	mu    sync.Mutex
+	n     int
+	log   *ingestLog
+}
+
+func (a *alternating) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	host := a.hosts[a.n%len(a.hosts)]
+	a.n++
+	a.mu.Unlock()
+	r := req.Clone(req.Context())
+	r.URL.Host = host
+	r.Host = host
+	start := time.Now()
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if strings.HasPrefix(req.URL.Path, "/hooks/") {
+		a.log.mu.Lock()
+		a.log.all++
+		if err != nil || res.StatusCode/100 != 2 {
+			a.log.fails = append(a.log.fails, time.Now())
+		}
+		a.log.slow = append(a.log.slow, time.Since(start))
+		a.log.mu.Unlock()
+	}
+	return res, err
+}
+
+// failedSeconds: the distinct seconds after since in which some delivery
+// was not answered 2xx, and the span from the first to the last.
+func (l *ingestLog) failedSeconds(since time.Time) (n int, span time.Duration, attempts int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	secs := map[int64]bool{}
+	var first, last time.Time
+	for _, f := range l.fails {
+		if f.Before(since) {
+			continue
+		}
+		attempts++
+		secs[f.Unix()] = true
+		if first.IsZero() {
+			first = f
+		}
+		last = f
+	}
+	if attempts == 0 {
+		return 0, 0, 0
+	}
+	return len(secs), last.Sub(first), attempts
+}
+
+// galeraSuite is the fault suite's sender and invariants, with two
+// servers and a worker on three nodes.
+type galeraSuite struct {
+	*suite
+	cluster *galeraCluster
+	server2 *proc
+	log     *ingestLog
+}
+
+func startLeadpipeOn(t *testing.T, s *suite, dsns [3]string, dir string) (*proc, []string) {
+	t.Helper()
+	serverBin, workerBin := binaries(t)
+	ports := []int{freePort(t), freePort(t)}
+	hosts := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	s.base = "http://" + hosts[0]
+	env := func(i int, addr string) map[string]string {
+		return map[string]string{
+			"LEADPIPE_ADDR":                  addr,
+			"LEADPIPE_MYSQL_DSN":             dsns[i],
+			"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
+			"LEADPIPE_BASE_URL":              s.base,
+			"LEADPIPE_ADMIN_TOKEN":           adminToken,
+			"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
+			"LEADPIPE_WORKER":                "off",
+			"LEADPIPE_SWEEP_AFTER":           "2s",
+			"LEADPIPE_LOG_LEVEL":             "warn",
+			"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
+			"LEADPIPE_WORKER_ADDR":           "127.0.0.1:0",
+		}
+	}
+	s.server = newLeadpipe(t, "server1", serverBin, env(0, hosts[0]), dir)
+	server2 := newLeadpipe(t, "server2", serverBin, env(1, hosts[1]), dir)
+	s.worker = newLeadpipe(t, "worker", workerBin, env(2, "127.0.0.1:0"), dir)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server1 log tail:\n%s", s.server.tail(30))
+			t.Logf("server2 log tail:\n%s", server2.tail(30))
+			t.Logf("worker log tail:\n%s", s.worker.tail(30))
+		}
+	})
+	// All three at once: the migrations must run once cluster-wide.
+	s.server.start(t)
+	server2.start(t)
+	s.worker.start(t)
+	waitReady(t, "http://"+hosts[0], 3*time.Minute)
+	waitReady(t, "http://"+hosts[1], 3*time.Minute)
+	return server2, hosts
+}
+
+func galeraScale() (string, scale, int) {
+	if os.Getenv("LEADPIPE_GALERA") == "long" {
+		return "long", scale{perPhase: 1500, keysPerPhase: 30, senders: 16, settle: 3 * time.Minute}, 3
+	}
+	return "short", scale{perPhase: 300, keysPerPhase: 8, senders: 8, settle: 2 * time.Minute}, 1
+}
+
+func TestGalera(t *testing.T) {
+	mode, sc, kills := galeraScale()
+	t.Logf("galera suite, %s version: %d deliveries and %d Idempotency-Key POSTs per kill, %d kill(s)", mode, sc.perPhase, sc.keysPerPhase, kills)
+	const dbName = "leadpipe_galera"
+	cluster := startGalera(t)
+	s := &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
+		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	s.redis = redistest.Single(t)
+	// Server 1 prefers node 1, server 2 node 2, the worker node 3.
+	binaries(t)
+	migStart := time.Now()
+	server2, hosts := startLeadpipeOn(t, s, [3]string{cluster.dsn(0, dbName), cluster.dsn(1, dbName), cluster.dsn(2, dbName)}, t.TempDir())
+	t.Logf("galera: two servers and a worker started at once, ready (migrated) in %.1fs", time.Since(migStart).Seconds())
+	g := &galeraSuite{suite: s, cluster: cluster, server2: server2, log: &ingestLog{}}
+	old := client
+	client = &http.Client{Timeout: 10 * time.Second, Transport: &alternating{hosts: hosts, log: g.log}}
+	t.Cleanup(func() { client = old })
+	var err error
+	s.check, err = db.Open(context.Background(), cluster.dsn(0, dbName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.check.Close() })
+	g.migratedOnce(dbName)
+
+	s.provision()
+	s.humanEdits(10)
+	// Server 2's node first, then the worker's, then server 1's (the
+	// bootstrap node).
+	order := []int{1, 2, 0}
+	for k := 0; k < kills; k++ {
+		node := cluster.nodes[order[k%3]]
+		var killed time.Time
+		var rejoin time.Duration
+		start := time.Now()
+		name := fmt.Sprintf("galera node %d SIGKILLed and restarted", node.n)
+		s.phase(name, func() {
+			killed = time.Now()
+			rejoin = cluster.kill(node)
+		})
+		secs, span, failed := g.log.failedSeconds(killed)
+		t.Logf("%-42s ok in %5.1fs  (acknowledged so far: %d deliveries, %d keys; sender retries %d)",
+			name, time.Since(start).Seconds(), len(s.acks), len(s.keyLeads), s.retries)
+		t.Logf("  kill cost: ingest non-2xx in %d distinct seconds (%d attempts, first to last %.1fs); node Synced again %.1fs after the kill",
+			secs, failed, span.Seconds(), rejoin.Seconds())
+		g.nodesAgree(dbName)
+		if t.Failed() {
+			return
+		}
+	}
+	g.log.mu.Lock()
+	var worst time.Duration
+	for _, d := range g.log.slow {
+		worst = max(worst, d)
+	}
+	t.Logf("galera: %d webhook attempts, slowest answer %.1fs", g.log.all, worst.Seconds())
+	g.log.mu.Unlock()
+}
+
+// migratedOnce: servers and worker started at once on three nodes ran
+// each migration exactly once.
+func (g *galeraSuite) migratedOnce(dbName string) {
+	t := g.t
+	var dups int
+	if err := g.check.Get(&dups, `SELECT COUNT(*) FROM (SELECT version_id FROM goose_db_version GROUP BY version_id HAVING COUNT(*) > 1) x`); err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 {
+		t.Errorf("%d migrations recorded more than once", dups)
+	}
+}
+
+// nodesAgree: every node holds the same deliveries and leads.
+func (g *galeraSuite) nodesAgree(dbName string) {
+	t := g.t
+	var want string
+	for _, n := range g.cluster.nodes {
+		d, err := sqlx.Open("mysql", fmt.Sprintf("root@tcp(%s)/%s?wsrep_sync_wait=1", n.addr(), dbName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deliveries, leads, processed int
+		err = d.QueryRow(`SELECT (SELECT COUNT(*) FROM deliveries), (SELECT COUNT(*) FROM leads), (SELECT COUNT(*) FROM deliveries WHERE state = 'processed')`).Scan(&deliveries, &leads, &processed)
+		d.Close()
+		if err != nil {
+			t.Errorf("node %d: %v", n.n, err)
+			continue
+		}
+		got := fmt.Sprintf("%d deliveries (%d processed), %d leads", deliveries, processed, leads)
+		if want == "" {
+			want = got
+			t.Logf("  every node: %s", got)
+		} else if got != want {
+			t.Errorf("node %d holds %s, node 1 %s", n.n, got, want)
+		}
+	}
+}
+
+// TestGaleraIngestCost measures ingest on the three-node cluster against
+// one plain MariaDB in the same sitting: the same two servers and worker,
+// the same retrying senders, loads alternating between the two set-ups.
+// Run by LEADPIPE_GALERA=cost (docs/BENCHMARKS.md, "Galera").
+func TestGaleraIngestCost(t *testing.T) {
+	if os.Getenv("LEADPIPE_GALERA") != "cost" {
+		t.Skip("LEADPIPE_GALERA=cost runs the comparison")
+	}
+	n, _ := strconv.Atoi(os.Getenv("LEADPIPE_GALERA_N"))
+	if n <= 0 {
+		n = 3000
+	}
+	const senders = 16
+	sc := scale{perPhase: n, senders: senders, settle: 5 * time.Minute}
+	newSuite := func() *suite {
+		return &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
+			keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	}
+	type setup struct {
+		name   string
+		s      *suite
+		client *http.Client
+	}
+	old := client
+	t.Cleanup(func() { client = old })
+
+	plain := newSuite()
+	mdb := startMariaDB(t)
+	plain.redis = redistest.Single(t)
+	dsn := mdb.dsn("leadpipe_cost")
+	_, hostsP := startLeadpipeOn(t, plain, [3]string{dsn, dsn, dsn}, t.TempDir())
+	cluster := startGalera(t)
+	gal := newSuite()
+	gal.redis = redistest.Single(t)
+	_, hostsG := startLeadpipeOn(t, gal, [3]string{cluster.dsn(0, "leadpipe_cost"), cluster.dsn(1, "leadpipe_cost"), cluster.dsn(2, "leadpipe_cost")}, t.TempDir())
+	setups := []*setup{
+		{name: "one plain MariaDB", s: plain, client: &http.Client{Timeout: 10 * time.Second, Transport: &alternating{hosts: hostsP, log: &ingestLog{}}}},
+		{name: "three Galera nodes", s: gal, client: &http.Client{Timeout: 10 * time.Second, Transport: &alternating{hosts: hostsG, log: &ingestLog{}}}},
+	}
+	var err error
+	if plain.check, err = db.Open(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	if gal.check, err = db.Open(context.Background(), cluster.dsn(0, "leadpipe_cost")); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range setups {
+		client = st.client
+		st.s.provision()
+	}
+	for round := 1; round <= 2; round++ {
+		for _, st := range setups {
+			client = st.client
+			s := st.s
+			first := s.next
+			s.next += n
+			work := make(chan int)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < senders; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range work {
+						s.deliver(i)
+					}
+				}()
+			}
+			for i := first; i < first+n; i++ {
+				work <- i
+			}
+			close(work)
+			wg.Wait()
+			acked := time.Since(start)
+			s.settled(st.name)
+			done := time.Since(start)
+			l := st.client.Transport.(*alternating).log
+			l.mu.Lock()
+			var lat []time.Duration
+			lat = append(lat, l.slow...)
+			l.slow = l.slow[:0]
+			l.mu.Unlock()
+			slices.Sort(lat)
+			p := func(q float64) float64 { return lat[int(q*float64(len(lat)-1))].Seconds() * 1000 }
+			t.Logf("round %d, %-18s %d deliveries (+%d sender duplicates), %d senders: acknowledged in %.1fs (%.0f/s, p50 %.1f ms, p99 %.1f ms), all processed in %.1fs (%.0f/s)",
+				round, st.name, n, n/5, senders, acked.Seconds(), float64(n+n/5)/acked.Seconds(), p(0.5), p(0.99), done.Seconds(), float64(n)/done.Seconds())
+			s.invariants(fmt.Sprintf("round %d on %s", round, st.name))
+		}
+	}
+}
