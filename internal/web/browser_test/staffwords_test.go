@@ -238,12 +238,14 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 		if h > 48 {
 			t.Errorf("%s: a row is %.1f px tall at 1280 px, want at most 48", p, h)
 		}
+		t.Logf("%s: the tallest row is %.1f px at 1280 px", p, h)
 	}
 	sam.open("/leads/board")
 	cols := run(sam, chromedp.Evaluate[[]float64](`Array.prototype.map.call(document.querySelectorAll('.board-col'), function(c){ return c.getBoundingClientRect().right; })`))
 	if len(cols) != 6 {
 		t.Fatalf("%d board columns", len(cols))
 	}
+	t.Logf("board columns end at %v px", cols)
 	for i, right := range cols {
 		if right > 1280 {
 			t.Errorf("board column %d ends at %.0f px, past 1280", i+1, right)
