@@ -63,9 +63,11 @@ func (a *App) wire(ctx context.Context) error {
 	reads := webhooks.NewReads(a.DB)
 	ls := leads.NewService(a.DB, reads, leadEvents{outbox})
 	ls.Now = a.Now
+	ls.Lagged = a.Reads
 
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
 	mon.Now = a.Now
+	mon.Lagged = a.Reads
 	mon.Fired = alertEvents{outbox}
 	mon.Leads = ls // the sla_breach rule counts overdue leads
 

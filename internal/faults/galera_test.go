@@ -516,7 +516,7 @@ func TestGaleraIngestCost(t *testing.T) {
 		client = st.client
 		st.s.provision()
 	}
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= 3; round++ {
 		for _, st := range setups {
 			client = st.client
 			s := st.s

@@ -47,6 +47,11 @@ type Service struct {
 	IndexBudget int
 	ScanBudget  int
 
+	// Lagged serves the reads that tolerate a replica's lag (List,
+	// Export); nil: DB. A lead read after its own write (Get after a
+	// PATCH or a merge) always uses DB.
+	Lagged *db.Reads
+
 	// Events receives outbound events (lead.created, lead.updated,
 	// lead.status_changed) in the transaction of the change (the events
 	// area's outbox); nil: none.
@@ -185,6 +190,14 @@ func NewService(d *sqlx.DB, dl DeliveryLog, ev Emitter) *Service {
 }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
+
+// lagged runs a read that tolerates lag on the replica when usable.
+func (s *Service) lagged(ctx context.Context, fn func(x *sqlx.DB) error) error {
+	if s.Lagged == nil {
+		return fn(s.DB)
+	}
+	return s.Lagged.Run(ctx, fn)
+}
 
 // Note is one note on a lead.
 type Note struct {

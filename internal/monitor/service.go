@@ -34,6 +34,10 @@ type Service struct {
 	// area's outbox); nil: nobody.
 	Fired FiredSink
 
+	// Lagged serves the charts' reads (Stats), which tolerate a
+	// replica's lag; nil: DB.
+	Lagged *db.Reads
+
 	// Leads answers the sla_breach rule's question (overdue first
 	// responses); nil: the rule is not evaluated. Wired in internal/app.
 	Leads FirstResponses
@@ -95,7 +99,18 @@ func (s *Service) Stats(ctx context.Context, tenantID, sourceID string, from, to
 	case st%3600 == 0:
 		table, gran = tableHour, 3600
 	}
-	got, err := seriesRows(ctx, s.DB, table, gran, tenantID, sourceID, time.Unix(start, 0), time.Unix(end, 0), st)
+	var got map[int64]counts
+	var err error
+	read := func(x *sqlx.DB) error {
+		var err error
+		got, err = seriesRows(ctx, x, table, gran, tenantID, sourceID, time.Unix(start, 0), time.Unix(end, 0), st)
+		return err
+	}
+	if s.Lagged != nil {
+		err = s.Lagged.Run(ctx, read)
+	} else {
+		err = read(s.DB)
+	}
 	if err != nil {
 		return nil, err
 	}
