@@ -62,8 +62,10 @@ func (r *Reads) OnReplica(ctx context.Context) bool {
 	return r != nil && r.Replica != nil && r.replicaUsable(ctx)
 }
 
-// replicaDown: the replica could not be reached or could not serve.
-func replicaDown(err error) bool { return apperr.IsUnavailable(err) }
+// replicaDown: the replica could not be reached or could not serve the
+// query (any MySQL error: a replica still applying a migration may lack a
+// table or column the primary has).
+func replicaDown(err error) bool { return apperr.IsUnavailable(err) || errNumber(err) != 0 }
 
 func (r *Reads) replicaUsable(ctx context.Context) bool {
 	r.mu.Lock()
