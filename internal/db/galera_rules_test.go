@@ -149,3 +149,24 @@ func TestReadsWithoutAUsableReplica(t *testing.T) {
 		t.Fatal("an unreachable replica was taken for usable")
 	}
 }
+
+// A process that died holding the migration lease blocks the others only
+// until the lease expires; a live holder renews it.
+func TestMigrationLeaseOfADeadHolderExpires(t *testing.T) {
+	d, _ := dbtest.New(t, "lease")
+	ctx := context.Background()
+	if _, err := d.Exec(`UPDATE migrate_lock SET holder = 'dead-process', expires_at = UTC_TIMESTAMP(3) + INTERVAL 2 SECOND WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := db.Migrate(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 1500*time.Millisecond || waited > 10*time.Second {
+		t.Fatalf("migrate waited %s for a lease expiring in 2 s", waited)
+	}
+	var holder string
+	if err := d.Get(&holder, `SELECT holder FROM migrate_lock WHERE id = 1`); err != nil || holder != "" {
+		t.Fatalf("lease left held by %q (%v)", holder, err)
+	}
+}
