@@ -43,10 +43,13 @@ type App struct {
 	// OneTrip is a small pool for short transactions sent in one round
 	// trip (db.OneTrip): the worker's round-robin reservations.
 	OneTrip *sqlx.DB
-	Box     *atrest.Box
-	Redis   asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
-	RDB     redis.UniversalClient // made from Redis: follows a failover as Asynq does
-	Queue   *asynq.Client
+	// Reads serves reads that tolerate lag (lists, charts, exports) from
+	// the replica of LEADPIPE_MYSQL_READ_DSN when there is a usable one.
+	Reads *db.Reads
+	Box   *atrest.Box
+	Redis asynq.RedisConnOpt    // Asynq's options for the configured Redis (one server, Sentinel or Cluster)
+	RDB   redis.UniversalClient // made from Redis: follows a failover as Asynq does
+	Queue *asynq.Client
 	// QueueRedis is the Queue's Redis client (enqueues share pipelines).
 	QueueRedis *jobs.PipelinedClient
 	Jobs       *jobs.Registry
@@ -100,6 +103,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { a.closeLogged("mysql", a.DB.Close) })
+	var replica *sqlx.DB
+	if cfg.MySQLReadDSN != "" {
+		if replica, err = db.OpenReplica(cfg.MySQLReadDSN); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("LEADPIPE_MYSQL_READ_DSN: %w", err)
+		}
+		a.closers = append(a.closers, func() { a.closeLogged("mysql replica", replica.Close) })
+	}
+	a.Reads = db.NewReads(a.DB, replica, cfg.MySQLReadMaxLag)
 	// A few connections for one-round-trip short transactions (the
 	// worker's round-robin reservations, webhooks.Processor.Reserve).
 	if a.OneTrip, err = db.OpenOneTrip(ctx, cfg.MySQLDSN, 8); err != nil {

@@ -59,11 +59,11 @@ func (a *App) wire(ctx context.Context) error {
 	}, a.now)
 
 	reads := webhooks.NewReads(a.DB)
-	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now))
+	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now), leads.WithReads(a.Reads))
 
 	// The sla_breach rule counts overdue leads (ls).
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"),
-		ls, alertEvents{outbox}, a.now)
+		ls, alertEvents{outbox}, a.now, monitor.WithReads(a.Reads))
 
 	a.Events = &events.Service{
 		DB: a.DB, Box: a.Box, Queue: a.Queue, Client: events.NewClient(allowPrivate), Now: a.now,

@@ -25,6 +25,8 @@ const DevSecretKey = "bGVhZHBpcGUtZGV2LWtleS1kby1ub3QtdXNlLXByb2Q="
 type Config struct {
 	Addr                string
 	MySQLDSN            string
+	MySQLReadDSN        string        // empty: every read on MySQLDSN
+	MySQLReadMaxLag     time.Duration // a replica further behind is not read
 	RedisAddr           string
 	RedisPassword       string
 	RedisDB             int
@@ -84,6 +86,21 @@ var Vars = []Var{
 		c.MySQLDSN = v
 		return nil
 	}},
+	{Name: "LEADPIPE_MYSQL_READ_DSN", Default: "", Help: "optional replica DSN: lists, charts and exports read from it while it replicates within LEADPIPE_MYSQL_READ_MAX_LAG (else from the primary); reads of one's own writes always use LEADPIPE_MYSQL_DSN", Secret: true, parse: func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		cfg, err := mysql.ParseDSN(v)
+		if err != nil {
+			return fmt.Errorf("not a valid DSN: %v", err)
+		}
+		if cfg.DBName == "" {
+			return fmt.Errorf("names no database")
+		}
+		c.MySQLReadDSN = v
+		return nil
+	}},
+	{Name: "LEADPIPE_MYSQL_READ_MAX_LAG", Default: "10s", Help: "a replica more than this behind the primary (or not replicating) is not read", parse: durationVar(func(c *Config, d time.Duration) { c.MySQLReadMaxLag = d })},
 	{Name: "LEADPIPE_REDIS_ADDR", Default: "127.0.0.1:6379", Help: "Redis address for Asynq", parse: func(c *Config, v string) error {
 		if _, _, err := net.SplitHostPort(v); err != nil {
 			return fmt.Errorf("want host:port")

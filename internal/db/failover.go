@@ -130,13 +130,14 @@ func (nc *nodeConnector) Driver() driver.Driver { return &mysql.MySQLDriver{} }
 var errNodeNotReady = &mysql.MySQLError{Number: ErWsrepNotReady, Message: "WSREP has not yet prepared node for application use"}
 
 // nodeReady asks a Galera node whether it serves (wsrep_ready = ON, which
-// it is only when Synced in the primary component).
+// it is only when Synced in the primary component); a server without
+// Galera (@@wsrep_on = 0) serves.
 func nodeReady(ctx context.Context, conn driver.Conn) error {
 	q, ok := conn.(driver.QueryerContext)
 	if !ok {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY'", nil)
+	rows, err := q.QueryContext(ctx, `SELECT IF(@@wsrep_on, COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY'), 'OFF'), 'ON')`, nil)
 	if err != nil {
 		return err
 	}

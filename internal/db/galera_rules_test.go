@@ -2,9 +2,15 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
 )
@@ -94,5 +100,73 @@ func TestReadyOnAPlainServer(t *testing.T) {
 	d, _ := dbtest.New(t, "ready")
 	if err := db.Ready(context.Background(), d); err != nil {
 		t.Fatalf("a plain MariaDB is ready: %v", err)
+	}
+}
+
+// A node that is joining or has lost quorum (1047) is retried and, when
+// that does not help, a 503, never a 500.
+func TestWsrepNotReadyIsRetryableAndUnavailable(t *testing.T) {
+	err := fmt.Errorf("list: %w", &mysql.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"})
+	if !db.Retryable(err) {
+		t.Error("1047 is not retryable")
+	}
+	if !apperr.IsUnavailable(err) {
+		t.Error("1047 is not unavailable")
+	}
+	if got := db.MapErr(err, "nf", "dup"); !apperr.Is(got, apperr.Unavailable) {
+		t.Errorf("MapErr(1047) = %v, want Unavailable", got)
+	}
+}
+
+// Without a replica, or with one that does not replicate (the test
+// server is no replica), reads run on the primary.
+func TestReadsWithoutAUsableReplica(t *testing.T) {
+	d, dsn := dbtest.New(t, "reads")
+	ctx := context.Background()
+	var got *sqlx.DB
+	if err := db.NewReads(d, nil, 10*time.Second).Run(ctx, func(x *sqlx.DB) error { got = x; return nil }); err != nil || got != d {
+		t.Fatalf("no replica: ran on %p (err %v), want the primary %p", got, err, d)
+	}
+	notReplicating, err := db.OpenReplica(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notReplicating.Close()
+	r := db.NewReads(d, notReplicating, 10*time.Second)
+	if r.OnReplica(ctx) {
+		t.Fatal("a server that does not replicate was taken for a usable replica")
+	}
+	if err := r.Run(ctx, func(x *sqlx.DB) error { got = x; return nil }); err != nil || got != d {
+		t.Fatalf("not replicating: ran on %p (err %v), want the primary", got, err)
+	}
+	// A replica that cannot be reached at all.
+	down, err := db.OpenReplica("root@tcp(127.0.0.1:1)/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	if db.NewReads(d, down, 10*time.Second).OnReplica(ctx) {
+		t.Fatal("an unreachable replica was taken for usable")
+	}
+}
+
+// A process that died holding the migration lease blocks the others only
+// until the lease expires; a live holder renews it.
+func TestMigrationLeaseOfADeadHolderExpires(t *testing.T) {
+	d, _ := dbtest.New(t, "lease")
+	ctx := context.Background()
+	if _, err := d.Exec(`UPDATE migrate_lock SET holder = 'dead-process', expires_at = UTC_TIMESTAMP(3) + INTERVAL 2 SECOND WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := db.Migrate(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 1500*time.Millisecond || waited > 10*time.Second {
+		t.Fatalf("migrate waited %s for a lease expiring in 2 s", waited)
+	}
+	var holder string
+	if err := d.Get(&holder, `SELECT holder FROM migrate_lock WHERE id = 1`); err != nil || holder != "" {
+		t.Fatalf("lease left held by %q (%v)", holder, err)
 	}
 }

@@ -102,7 +102,9 @@ func connector(cfg *mysql.Config, addrs []string, galera bool) (driver.Connector
 	if len(addrs) <= 1 && !galera {
 		return mysql.NewConnector(cfg)
 	}
-	return newNodeConnector(cfg, addrs, galera)
+	// A list of nodes is a Galera cluster's: skip a node that is not
+	// ready even before @@wsrep_on was read (ensureDatabase).
+	return newNodeConnector(cfg, addrs, galera || len(addrs) > 1)
 }
 
 // isGalera reports whether the server replicates through Galera

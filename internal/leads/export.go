@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/audit"
 )
 
@@ -48,7 +50,12 @@ func (s *Service) Export(ctx context.Context, tenantID string, f Filter, each fu
 	// The plain filters: larger keyset pages without the payload column.
 	before := ""
 	for {
-		items, err := exportPage(ctx, s.DB, tenantID, f, before, exportPageSize)
+		var items []Lead
+		err := s.lagged(ctx, func(x *sqlx.DB) error {
+			var err error
+			items, err = exportPage(ctx, x, tenantID, f, before, exportPageSize)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}

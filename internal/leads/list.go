@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jmoiron/sqlx"
+
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/ids"
 )
@@ -172,16 +174,20 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) (Page, er
 	}
 	n := f.Limit + 1 // one more tells whether there is a next page
 	var items []Lead
-	switch {
-	case f.Q != "":
-		items, err = search(ctx, s.DB, tenantID, f, after.id, n, searchBudgets{index: s.IndexBudget, scan: s.ScanBudget})
-	case f.ByDue:
-		items, err = listByDue(ctx, s.DB, tenantID, f, after, n)
-	case len(f.AnyStatus) > 0:
-		items, err = listAnyStatus(ctx, s.DB, tenantID, f, after.id, n)
-	default:
-		items, err = listPage(ctx, s.DB, tenantID, f, after.id, n)
-	}
+	err = s.lagged(ctx, func(x *sqlx.DB) error {
+		var err error
+		switch {
+		case f.Q != "":
+			items, err = search(ctx, x, tenantID, f, after.id, n, searchBudgets{index: s.IndexBudget, scan: s.ScanBudget})
+		case f.ByDue:
+			items, err = listByDue(ctx, x, tenantID, f, after, n)
+		case len(f.AnyStatus) > 0:
+			items, err = listAnyStatus(ctx, x, tenantID, f, after.id, n)
+		default:
+			items, err = listPage(ctx, x, tenantID, f, after.id, n)
+		}
+		return err
+	})
 	if err != nil {
 		return Page{}, err
 	}

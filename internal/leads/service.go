@@ -47,6 +47,11 @@ type Service struct {
 	IndexBudget int
 	ScanBudget  int
 
+	// replica serves the reads that tolerate a replica's lag (List,
+	// Export); nil: DB. A lead read after its own write (Get after a
+	// PATCH or a merge) always uses DB.
+	replica *db.Reads
+
 	// Events receives outbound events (lead.created, lead.updated,
 	// lead.status_changed) in the transaction of the change (the events
 	// area's outbox); nil: none.
@@ -194,7 +199,19 @@ type Option func(*Service)
 // WithClock makes the service read the time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(s *Service) { s.Now = now } }
 
+// WithReads serves List and Export from a replica when it is fresh enough
+// (docs/SCALING.md, Database).
+func WithReads(r *db.Reads) Option { return func(s *Service) { s.replica = r } }
+
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
+
+// lagged runs a read that tolerates lag on the replica when usable.
+func (s *Service) lagged(ctx context.Context, fn func(x *sqlx.DB) error) error {
+	if s.replica == nil {
+		return fn(s.DB)
+	}
+	return s.replica.Run(ctx, fn)
+}
 
 // Note is one note on a lead.
 type Note struct {

@@ -39,6 +39,10 @@ type Service struct {
 	// its evaluation instead of never firing (NoFirstResponses says so on
 	// purpose).
 	leads FirstResponses
+
+	// lagged serves the charts' reads (Stats), which tolerate a
+	// replica's lag; nil: DB.
+	lagged *db.Reads
 }
 
 // FiredSink is told of each alert in the transaction that fires it.
@@ -50,14 +54,25 @@ type FiredSink interface {
 // the sla_breach rule; fired (nil: nobody) is told of each alert fired;
 // now is the clock (nil: the wall clock).
 func NewService(d *sqlx.DB, ts *tenants.Service, ss *sources.Service, rec *Recorder, log *slog.Logger,
-	leads FirstResponses, fired FiredSink, now func() time.Time) *Service {
+	leads FirstResponses, fired FiredSink, now func() time.Time, opts ...Option) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{DB: d, Tenants: ts, Sources: ss, Recorder: rec, Log: log, clock: now,
+	s := &Service{DB: d, Tenants: ts, Sources: ss, Recorder: rec, Log: log, clock: now,
 		MinuteRetention: 35 * 24 * time.Hour, HourRetention: 400 * 24 * time.Hour,
 		fired: fired, leads: leads}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Option tunes a Service at construction.
+type Option func(*Service)
+
+// WithReads serves the charts' reads from a replica when it is fresh
+// enough (docs/SCALING.md, Database); without it they read DB.
+func WithReads(r *db.Reads) Option { return func(s *Service) { s.lagged = r } }
 
 func (s *Service) now() time.Time { return clock.Read(s.clock) }
 
@@ -104,7 +119,18 @@ func (s *Service) Stats(ctx context.Context, tenantID, sourceID string, from, to
 	case st%3600 == 0:
 		table, gran = tableHour, 3600
 	}
-	got, err := seriesRows(ctx, s.DB, table, gran, tenantID, sourceID, time.Unix(start, 0), time.Unix(end, 0), st)
+	var got map[int64]counts
+	var err error
+	read := func(x *sqlx.DB) error {
+		var err error
+		got, err = seriesRows(ctx, x, table, gran, tenantID, sourceID, time.Unix(start, 0), time.Unix(end, 0), st)
+		return err
+	}
+	if s.lagged != nil {
+		err = s.lagged.Run(ctx, read)
+	} else {
+		err = read(s.DB)
+	}
 	if err != nil {
 		return nil, err
 	}
