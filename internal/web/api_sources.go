@@ -55,9 +55,8 @@ func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	slug, err := s.tenantSlug(r)
@@ -74,8 +73,7 @@ func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
+	if _, ok := s.routeSource(w, r); !ok {
 		return
 	}
 	src, err := s.Sources.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
@@ -97,8 +95,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
+	if _, ok := s.routeSource(w, r); !ok {
 		return
 	}
 	src, secret, err := s.Sources.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
@@ -114,5 +111,25 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	v := s.Sources.View(slug, src)
 	v.Secret = secret
 	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// routeSource is the tenant's source named by the route's {id}; on an
+// error it answers it and reports false.
+func (s *Server) routeSource(w http.ResponseWriter, r *http.Request) (sources.Source, bool) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return sources.Source{}, false
+	}
+	return src, true
+}
+
+// answerJSON answers v as 200 JSON, or err.
+func (s *Server) answerJSON(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
 	WriteJSON(w, http.StatusOK, v)
 }
