@@ -59,12 +59,7 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+	s.answerSource(w, r, src, "")
 }
 
 func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
@@ -81,12 +76,7 @@ func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+	s.answerSource(w, r, src, "")
 }
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
@@ -103,15 +93,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	v := s.Sources.View(slug, src)
-	v.Secret = secret
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusOK, v)
+	s.answerSource(w, r, src, secret)
 }
 
 // routeSource is the tenant's source named by the route's {id}; on an
@@ -123,6 +105,22 @@ func (s *Server) routeSource(w http.ResponseWriter, r *http.Request) (sources.So
 		return sources.Source{}, false
 	}
 	return src, true
+}
+
+// answerSource answers a source as the API shows it (200), with its
+// secret when one was just made (then never cached).
+func (s *Server) answerSource(w http.ResponseWriter, r *http.Request, src sources.Source, secret string) {
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	v := s.Sources.View(slug, src)
+	if secret != "" {
+		v.Secret = secret
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	WriteJSON(w, http.StatusOK, v)
 }
 
 // answerJSON answers v as 200 JSON, or err.
