@@ -22,9 +22,8 @@ func parseTimeParam(v string) (time.Time, bool) {
 // sourceStats is GET /api/v1/sources/{id}/stats?from=&to=&step= (RFC 3339
 // times, step in seconds; default: the last 24 h in 5-minute steps).
 func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -67,25 +66,19 @@ func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, rules)
+	s.answerJSON(w, r, rules, err)
 }
 
 // putAlertRules overlays the fields sent on the current rules (absent
 // fields keep their value) and saves them.
 func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
@@ -99,36 +92,23 @@ func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
 	}
 	rules.SourceID = src.ID
 	out, err := s.Monitor.SetRules(r.Context(), Tenant(r), rules, actor(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, out)
+	s.answerJSON(w, r, out, err)
 }
 
 func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	out, err := s.Monitor.ResetRules(r.Context(), Tenant(r), src.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, out)
+	s.answerJSON(w, r, out, err)
 }
 
 // getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
 // sla_breach rule.
 func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, rules)
+	s.answerJSON(w, r, rules, err)
 }
 
 // putSLARule overlays the fields sent on the current sla_breach rule.
@@ -143,20 +123,12 @@ func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, out)
+	s.answerJSON(w, r, out, err)
 }
 
 func (s *Server) resetSLARule(w http.ResponseWriter, r *http.Request) {
 	out, err := s.Monitor.ResetSLARules(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, out)
+	s.answerJSON(w, r, out, err)
 }
 
 // actor names the principal for audit columns: a user id, or the token.
@@ -216,9 +188,5 @@ func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
 // ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.
 func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Monitor.Ack(r.Context(), Tenant(r), chi.URLParam(r, "id"), actor(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a)
+	s.answerJSON(w, r, a, err)
 }

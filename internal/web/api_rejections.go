@@ -3,8 +3,6 @@ package web
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"leadpipe/internal/rejections"
 )
 
@@ -16,9 +14,8 @@ func (s *Server) listRejections(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
 	items, err := s.Rejections.List(r.Context(), Tenant(r), src.ID, limit)

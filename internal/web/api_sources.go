@@ -55,17 +55,11 @@ func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
-	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	src, ok := s.routeSource(w, r)
+	if !ok {
 		return
 	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+	s.answerSource(w, r, src, "")
 }
 
 func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
@@ -74,8 +68,7 @@ func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
+	if _, ok := s.routeSource(w, r); !ok {
 		return
 	}
 	src, err := s.Sources.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
@@ -83,12 +76,7 @@ func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+	s.answerSource(w, r, src, "")
 }
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
@@ -97,8 +85,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if _, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
+	if _, ok := s.routeSource(w, r); !ok {
 		return
 	}
 	src, secret, err := s.Sources.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
@@ -106,13 +93,41 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
+	s.answerSource(w, r, src, secret)
+}
+
+// routeSource is the tenant's source named by the route's {id}; on an
+// error it answers it and reports false.
+func (s *Server) routeSource(w http.ResponseWriter, r *http.Request) (sources.Source, bool) {
+	src, err := s.Sources.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return sources.Source{}, false
+	}
+	return src, true
+}
+
+// answerSource answers a source as the API shows it (200), with its
+// secret when one was just made (then never cached).
+func (s *Server) answerSource(w http.ResponseWriter, r *http.Request, src sources.Source, secret string) {
 	slug, err := s.tenantSlug(r)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
 	v := s.Sources.View(slug, src)
-	v.Secret = secret
-	w.Header().Set("Cache-Control", "no-store")
+	if secret != "" {
+		v.Secret = secret
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// answerJSON answers v as 200 JSON, or err.
+func (s *Server) answerJSON(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
 	WriteJSON(w, http.StatusOK, v)
 }

@@ -59,26 +59,9 @@ var webImporters = map[string]string{}
 // the wiring, internal/app, and test helpers do). Test files are exempt;
 // build.Package.Imports lists non-test imports only.
 func TestNoDomainPackageImportsTheWebLayer(t *testing.T) {
-	root := filepath.Join("..", "..")
-	allowed := map[string]bool{"internal/app": true, "internal/apptest": true}
 	seen := map[string]bool{}
 	checked := 0
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || allowed[rel] || strings.Contains(rel, "testdata") {
-			return nil
-		}
-		pkg, err := build.ImportDir(path, 0)
-		if err != nil {
-			if _, ok := err.(*build.NoGoError); ok {
-				return nil
-			}
-			return err
-		}
+	err := walkDomainPackages(func(rel, _ string, pkg *build.Package) error {
 		checked++
 		for _, imp := range pkg.Imports {
 			if imp != "leadpipe/internal/web" && !strings.HasPrefix(imp, "leadpipe/internal/web/") {
@@ -118,29 +101,12 @@ var httpOutsideWeb = map[string]string{
 // ServeHTTP method, an http.HandlerFunc conversion or a function returning
 // an http.Handler. Test files are exempt (fake servers).
 func TestNoHTTPHandlersOutsideTheWebLayer(t *testing.T) {
-	root := filepath.Join("..", "..")
-	skip := map[string]bool{"internal/app": true, "internal/apptest": true}
 	seen := map[string]bool{}
 	checked := 0
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || skip[rel] || strings.Contains(rel, "testdata") {
-			return nil
-		}
-		pkg, err := build.ImportDir(path, 0)
-		if err != nil {
-			if _, ok := err.(*build.NoGoError); ok {
-				return nil
-			}
-			return err
-		}
+	err := walkDomainPackages(func(rel, dir string, pkg *build.Package) error {
 		for _, name := range pkg.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(path, name), nil, 0)
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
 			if err != nil {
 				return err
 			}
@@ -166,6 +132,32 @@ func TestNoHTTPHandlersOutsideTheWebLayer(t *testing.T) {
 			t.Errorf("httpOutsideWeb lists %s, which defines no handler any more: remove it", rel)
 		}
 	}
+}
+
+// walkDomainPackages calls fn with every package under internal but the
+// web layer, the wiring (internal/app) and test helpers (internal/apptest):
+// its path from the repository root, its folder and its non-test files.
+func walkDomainPackages(fn func(rel, dir string, pkg *build.Package) error) error {
+	root := filepath.Join("..", "..")
+	skip := map[string]bool{"internal/app": true, "internal/apptest": true}
+	return filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || skip[rel] || strings.Contains(rel, "testdata") {
+			return nil
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		return fn(rel, path, pkg)
+	})
 }
 
 // httpHandlersIn names what in f makes an HTTP handler.

@@ -25,42 +25,33 @@ type PurgeBatch struct {
 // READ COMMITTED transaction, so only the rows it changes are locked, for
 // milliseconds, and none that ingest claims or processes now.
 func PurgePayloads(ctx context.Context, d *sqlx.DB, tenantID, afterID, beforeID string, before time.Time, limit int) (PurgeBatch, error) {
-	var b PurgeBatch
-	err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		b = PurgeBatch{}
-		last, n, err := pkRange(ctx, tx, `SELECT id FROM deliveries WHERE tenant_id = ? AND id > ? AND id < ? ORDER BY id LIMIT ?`,
-			tenantID, afterID, beforeID, limit)
-		if err != nil || n == 0 {
-			return err
-		}
-		b.Last, b.Scanned = last, n
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET payload = ''
+	return purgeRange(ctx, d, `SELECT id FROM deliveries WHERE tenant_id = ? AND id > ? AND id < ? ORDER BY id LIMIT ?`, `UPDATE deliveries SET payload = ''
 			WHERE tenant_id = ? AND id > ? AND id <= ? AND state = 'processed' AND received_at < ? AND LENGTH(payload) > 0`,
-			tenantID, afterID, last, before.UTC())
-		if err != nil {
-			return err
-		}
-		b.Changed, err = res.RowsAffected()
-		return err
-	})
-	return b, err
+		tenantID, afterID, beforeID, before, limit)
 }
 
 // PurgeDeadLetters deletes the tenant's dead letters received before
 // `before`, at most limit rows of the primary key range (afterID,
 // beforeID), in one short transaction.
 func PurgeDeadLetters(ctx context.Context, d *sqlx.DB, tenantID, afterID, beforeID string, before time.Time, limit int) (PurgeBatch, error) {
+	return purgeRange(ctx, d, `SELECT id FROM dead_letters WHERE tenant_id = ? AND id > ? AND id < ? ORDER BY id LIMIT ?`, `DELETE FROM dead_letters WHERE tenant_id = ? AND id > ? AND id <= ? AND received_at < ?`,
+		tenantID, afterID, beforeID, before, limit)
+}
+
+// purgeRange is one purge batch: walk reads at most limit ids of
+// (afterID, beforeID) in key order (its arguments: the tenant, afterID,
+// beforeID, limit), then change runs on that range (the tenant, afterID,
+// the last id walked, before), in one transaction.
+func purgeRange(ctx context.Context, d *sqlx.DB, walk, change, tenantID, afterID, beforeID string, before time.Time, limit int) (PurgeBatch, error) {
 	var b PurgeBatch
 	err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
 		b = PurgeBatch{}
-		last, n, err := pkRange(ctx, tx, `SELECT id FROM dead_letters WHERE tenant_id = ? AND id > ? AND id < ? ORDER BY id LIMIT ?`,
-			tenantID, afterID, beforeID, limit)
+		last, n, err := pkRange(ctx, tx, walk, tenantID, afterID, beforeID, limit)
 		if err != nil || n == 0 {
 			return err
 		}
 		b.Last, b.Scanned = last, n
-		res, err := tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE tenant_id = ? AND id > ? AND id <= ? AND received_at < ?`,
-			tenantID, afterID, last, before.UTC())
+		res, err := tx.ExecContext(ctx, change, tenantID, afterID, last, before.UTC())
 		if err != nil {
 			return err
 		}
