@@ -12,6 +12,7 @@ import (
 	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/forms"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/imports"
 	"leadpipe/internal/jobs"
@@ -107,6 +108,13 @@ func (a *App) wire(ctx context.Context) error {
 
 	metrics := a.metricsHandler(rec)
 
+	// Web forms store their submissions through the ingest's claim, as a
+	// source of kind form (docs/FORMS.md).
+	fs := forms.NewService(a.DB, a.Box, a.Sources, a.Tenants, a.Ingest, a.Ingest.Rejections, a.Stats, a.Cfg.BaseURL,
+		a.Log.With("component", "forms"), forms.Options{Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate,
+			ConnectTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, MaxAttempts: 1})})
+	fs.Now = a.Now
+
 	a.Web = &web.Server{
 		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
 		Leads: ls, Deliveries: reads, Monitor: mon, Reconcile: rc, Events: a.Events,
@@ -115,6 +123,7 @@ func (a *App) wire(ctx context.Context) error {
 		Retention:  a.Retention,
 		Rejections: &rejections.Service{DB: a.DB, Now: a.Now},
 		Imports:    imp,
+		Forms:      fs,
 		Idem: &idempotency.Middleware{
 			Store:  idemStore,
 			Tenant: web.Tenant,
