@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/apperr"
@@ -50,7 +53,7 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request) {
 	}
 	view := pageView(p, url.Values{}, nil, "", touch)
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, http.StatusOK, webforms.PageView(view))
+	s.renderForm(w, r, http.StatusOK, p.Form, webforms.PageView(view))
 }
 
 func (s *Server) formThanks(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +62,7 @@ func (s *Server) formThanks(w http.ResponseWriter, r *http.Request) {
 		s.formError(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, webforms.SuccessView(webforms.Success{TenantName: p.TenantName, FormName: p.Form.Name,
+	s.renderForm(w, r, http.StatusOK, p.Form, webforms.SuccessView(webforms.Success{TenantName: p.TenantName, FormName: p.Form.Name,
 		Message: p.Form.SuccessMessage()}))
 }
 
@@ -195,7 +198,7 @@ func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, p forms.Pag
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, status, webforms.PageView(pageView(p, values, fields, notice, touch)))
+	s.renderForm(w, r, status, p.Form, webforms.PageView(pageView(p, values, fields, notice, touch)))
 }
 
 // formError answers an unknown form or an outage.
@@ -330,4 +333,45 @@ func (s *Server) sameOrigin(r *http.Request, origin string) bool {
 
 func secureRequest(s *Server, r *http.Request) bool {
 	return s.Cfg != nil && strings.HasPrefix(s.Cfg.BaseURL, "https://")
+}
+
+// formStyle is the CSP source of the pages' inline stylesheet.
+var formStyle = func() string {
+	sum := sha256.Sum256([]byte(webforms.CSS))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
+
+// captchaOrigins are what a provider's widget loads and frames.
+var captchaOrigins = map[string]string{
+	forms.Turnstile: "https://challenges.cloudflare.com",
+	forms.HCaptcha:  "https://hcaptcha.com https://*.hcaptcha.com",
+}
+
+// renderForm writes a public form page under a CSP of its own: the
+// inline stylesheet by its hash, scripts and frames only from the form's
+// captcha provider, posts to Leadpipe (and redirects to the allowed
+// origins), framed only by the allowed origins.
+func (s *Server) renderForm(w http.ResponseWriter, r *http.Request, status int, f forms.Form, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	script, frames := "'none'", "'none'"
+	if f.Captcha != nil {
+		script, frames = captchaOrigins[f.Captcha.Provider], captchaOrigins[f.Captcha.Provider]
+	}
+	ancestors := "'none'"
+	if len(f.AllowedOrigins) > 0 {
+		ancestors = strings.Join(f.AllowedOrigins, " ")
+	}
+	formAction := strings.TrimSpace("'self' " + strings.Join(f.AllowedOrigins, " "))
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+formStyle+"; script-src "+script+"; frame-src "+frames+
+		"; connect-src "+script+"; img-src 'self' data:; form-action "+formAction+"; frame-ancestors "+ancestors+"; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
 }
