@@ -352,6 +352,16 @@ var captchaOrigins = map[string]string{
 // captcha provider, posts to Leadpipe (and redirects to the allowed
 // origins), framed only by the allowed origins.
 func (s *Server) renderForm(w http.ResponseWriter, r *http.Request, status int, f forms.Form, c templ.Component) {
+	ancestors := "'none'"
+	if len(f.AllowedOrigins) > 0 {
+		ancestors = strings.Join(f.AllowedOrigins, " ")
+	}
+	s.renderFormCSP(w, r, status, f, c, ancestors, strings.TrimSpace("'self' "+strings.Join(f.AllowedOrigins, " ")))
+}
+
+// renderFormCSP is renderForm with the frame ancestors and form targets
+// given (the builder's preview: framed by Leadpipe, posting nowhere).
+func (s *Server) renderFormCSP(w http.ResponseWriter, r *http.Request, status int, f forms.Form, c templ.Component, ancestors, formAction string) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
 		WriteError(w, r, s.Log, err)
@@ -361,11 +371,6 @@ func (s *Server) renderForm(w http.ResponseWriter, r *http.Request, status int, 
 	if f.Captcha != nil {
 		script, frames = captchaOrigins[f.Captcha.Provider], captchaOrigins[f.Captcha.Provider]
 	}
-	ancestors := "'none'"
-	if len(f.AllowedOrigins) > 0 {
-		ancestors = strings.Join(f.AllowedOrigins, " ")
-	}
-	formAction := strings.TrimSpace("'self' " + strings.Join(f.AllowedOrigins, " "))
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+formStyle+"; script-src "+script+"; frame-src "+frames+

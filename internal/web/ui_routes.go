@@ -87,6 +87,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/retention", s.uiSaveRetention)
 				s.endpointUIRoutes(r)
 				s.assignmentUIRoutes(r)
+				s.formUIRoutes(r)
 				s.mergeUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
