@@ -23,7 +23,7 @@ type ListItem struct {
 // BuilderField is one row of the builder's field table, as typed.
 type BuilderField struct {
 	Name, Label, Type, Options string // options one per line
-	Required                       bool
+	Required                   bool
 }
 
 // Builder is GET /forms/{id}: the form's settings as typed, with errors,
