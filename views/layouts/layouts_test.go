@@ -106,8 +106,8 @@ func TestMoreMenu(t *testing.T) {
 	if more.Find(`summary .nav-count`).Text() != "2" {
 		t.Error("More does not show the open alerts")
 	}
-	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 10 {
-		t.Errorf("%d tabs fold away on phones, want 10", n)
+	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 11 {
+		t.Errorf("%d tabs fold away on phones, want 11", n)
 	}
 	sdoc, _ := render(t, App(Page{Title: "Inbox", User: staff, Active: "leads"}))
 	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 1 || sdoc.Find(`[data-testid="more-me"]`).Length() != 1 {
