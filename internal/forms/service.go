@@ -106,7 +106,15 @@ func (s *Service) Create(ctx context.Context, tenantID, tenantSlug string, in In
 		enc = s.Box.Seal([]byte(secret), captchaAAD(tenantID, f.ID))
 	}
 	err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		src, err := s.Sources.CreateFormSourceTx(ctx, tx, tenantID, f.Slug, f.Name)
+		// A form of this slug deleted earlier left its source (its
+		// deliveries and leads): the new form takes it up again.
+		src, err := s.Sources.FormSourceTx(ctx, tx, tenantID, f.Slug)
+		switch {
+		case apperr.Is(err, apperr.NotFound):
+			src, err = s.Sources.CreateFormSourceTx(ctx, tx, tenantID, f.Slug, f.Name)
+		case err == nil:
+			err = s.Sources.RenameFormSourceTx(ctx, tx, tenantID, src.ID, f.Name)
+		}
 		if err != nil {
 			if apperr.Is(err, apperr.Conflict) {
 				return apperr.New(apperr.Conflict, "a source named %s already exists", sources.FormSourceSlug(f.Slug))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
@@ -43,4 +44,15 @@ func (s *Service) RenameFormSourceTx(ctx context.Context, x db.Ext, tenantID, so
 	_, err := x.ExecContext(ctx, `UPDATE sources SET name = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND kind = ?`,
 		name, s.now(), tenantID, sourceID, KindForm)
 	return err
+}
+
+// FormSourceTx returns the form source with the form slug's source slug,
+// NotFound when there is none (a deleted form leaves its source, with its
+// deliveries and leads: a new form of the same slug takes it up again).
+func (s *Service) FormSourceTx(ctx context.Context, x db.Ext, tenantID, formSlug string) (Source, error) {
+	src, err := getSourceBySlug(ctx, x, tenantID, FormSourceSlug(formSlug))
+	if err == nil && src.Kind != KindForm {
+		return Source{}, apperr.New(apperr.Conflict, "a source named %s already exists", FormSourceSlug(formSlug))
+	}
+	return src, err
 }

@@ -196,6 +196,21 @@ func TestFormsAPI(t *testing.T) {
 	if res := e.Do("GET", "/f/acme/contact", "", nil); res.Status != 404 {
 		t.Fatalf("deleted form's page: %d", res.Status)
 	}
+	// A new form of the same slug takes up the old one's source (its
+	// deliveries and leads).
+	res = e.Do("POST", "/api/v1/forms", ten.Token, map[string]any{"slug": "contact", "name": "Contact again",
+		"fields": []map[string]any{{"name": "email", "label": "E-mail", "type": "email"}}})
+	var again map[string]any
+	res.JSON(t, &again)
+	if res.Status != 201 || again["source_id"] != fe.src {
+		t.Fatalf("re-created form: %d %s (source %s before)", res.Status, res.Body, fe.src)
+	}
+	// A webhook source's slug is not taken over.
+	e.Do("POST", "/api/v1/sources", ten.Token, map[string]any{"slug": "form-taken", "name": "Hook", "kind": "standard"})
+	if res := e.Do("POST", "/api/v1/forms", ten.Token, map[string]any{"slug": "taken", "name": "T",
+		"fields": []map[string]any{{"name": "email", "label": "E-mail", "type": "email"}}}); res.Status != 409 {
+		t.Fatalf("a webhook source's slug: %d %s", res.Status, res.Body)
+	}
 }
 
 func TestFormSubmitCreatesLeadWithAttributionAndConsent(t *testing.T) {

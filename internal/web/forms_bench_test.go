@@ -1,0 +1,148 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/forms"
+	"leadpipe/internal/ids"
+)
+
+// BenchmarkFormPostsVsInsertIgnore: a form submission costs no more than a
+// webhook delivery. For a fixed time, 16 clients post JSON submissions to
+// /f/{tenant}/{form} (10 % of them repeat an earlier token), then 16
+// connections run raw autocommit single-row INSERT IGNOREs of the same
+// mix into a copy of deliveries; reported: the ratio of acknowledged
+// submissions to raw rows per second and the submissions' p99.
+//
+//	go test -run '^$' -bench FormPostsVsInsertIgnore -benchtime 1x ./internal/web/
+//
+// LEADPIPE_BENCH_SECONDS sets each side's duration (default 5).
+func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
+	dur := 5 * time.Second
+	if v := os.Getenv("LEADPIPE_BENCH_SECONDS"); v != "" {
+		if s, err := time.ParseDuration(v + "s"); err == nil {
+			dur = s
+		}
+	}
+	e := apptest.New(b, "bench_forms", apptest.Options{RedisDB: apptest.RedisBench})
+	ten := e.Tenant("acme")
+	res := e.Do("POST", "/api/v1/forms", ten.Token, map[string]any{"slug": "contact", "name": "Contact",
+		"fields": []map[string]any{{"name": "name", "label": "Name", "type": "text"}, {"name": "email", "label": "E-mail", "type": "email", "required": true}},
+		"limits": map[string]any{"per_ip_per_minute": 10000, "per_form_per_minute": 100000}})
+	if res.Status != 201 {
+		b.Fatalf("create form: %d %s", res.Status, res.Body)
+	}
+	var f map[string]any
+	res.JSON(b, &f)
+	secrets, err := e.App.Sources.Secrets(context.Background(), ten.ID, f["source_id"].(string))
+	if err != nil {
+		b.Fatal(err)
+	}
+	formID := f["id"].(string)
+	const clients = 16
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+
+	// The forms side.
+	var mu sync.Mutex
+	var lat []time.Duration
+	var n, dups, fails atomic.Int64
+	deadline := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var mine []time.Duration
+			var sent []string
+			for i := 0; time.Now().Before(deadline); i++ {
+				var tok string
+				if i%10 == 9 && len(sent) > 0 {
+					tok = sent[len(sent)/2]
+				} else {
+					tok = forms.NewToken(secrets[0], formID, time.Now().Add(-5*time.Second))
+					sent = append(sent, tok)
+				}
+				body, _ := json.Marshal(map[string]string{"_token": tok, "name": "Bench", "email": fmt.Sprintf("b%d-%d@example.com", c, i)})
+				t0 := time.Now()
+				r, err := client.Post(e.URL+"/f/acme/contact", "application/json", bytes.NewReader(body))
+				if err != nil {
+					fails.Add(1)
+					continue
+				}
+				var out map[string]string
+				_ = json.NewDecoder(r.Body).Decode(&out)
+				r.Body.Close()
+				mine = append(mine, time.Since(t0))
+				if r.StatusCode != 201 {
+					fails.Add(1)
+					continue
+				}
+				n.Add(1)
+				if out["status"] == "duplicate" {
+					dups.Add(1)
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	formRate := float64(n.Load()) / dur.Seconds()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p := func(q float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[int(q*float64(len(lat)-1))]
+	}
+
+	// The raw side: the same mix into a copy of deliveries.
+	db := e.App.DB
+	if _, err := db.Exec(`CREATE TABLE deliveries_raw LIKE deliveries`); err != nil {
+		b.Fatal(err)
+	}
+	var raw atomic.Int64
+	deadline = time.Now().Add(dur)
+	payload := []byte(`{"form_id":"x","fields":{"name":"Bench","email":"b@example.com"}}`)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var sent []string
+			for i := 0; time.Now().Before(deadline); i++ {
+				var key string
+				if i%10 == 9 && len(sent) > 0 {
+					key = sent[len(sent)/2]
+				} else {
+					key = forms.NewToken(secrets[0], formID, time.Now())
+					sent = append(sent, key)
+				}
+				if _, err := db.Exec(`INSERT IGNORE INTO deliveries_raw (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
+					VALUES (?, ?, ?, ?, 'form', ?, ?, 'received')`, ten.ID, f["source_id"], ids.New(), key, payload, time.Now().UTC()); err == nil {
+					raw.Add(1)
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	rawRate := float64(raw.Load()) / dur.Seconds()
+	b.ReportMetric(formRate, "form_req/s")
+	b.ReportMetric(rawRate, "raw_rows/s")
+	b.ReportMetric(formRate/rawRate, "ratio")
+	b.ReportMetric(float64(p(0.5).Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99_ms")
+	b.Logf("forms: %d acknowledged (%d duplicate, %d failed) in %v = %.0f req/s, p50 %v p99 %v; raw INSERT IGNORE %.0f rows/s; ratio %.2f",
+		n.Load(), dups.Load(), fails.Load(), dur, formRate, p(0.5), p(0.99), rawRate, formRate/rawRate)
+}
