@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,10 +26,19 @@ var (
 	ErrTokenForm    = errors.New("the submission token belongs to another form")
 )
 
+// tokenKeys caches the derived key of each secret seen (a handful per
+// form; secrets live as long as the process remembers them anyway).
+var tokenKeys sync.Map
+
 func tokenKey(secret string) []byte {
+	if k, ok := tokenKeys.Load(secret); ok {
+		return k.([]byte)
+	}
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("leadpipe form token v1"))
-	return m.Sum(nil)
+	k := m.Sum(nil)
+	tokenKeys.Store(secret, k)
+	return k
 }
 
 func tokenSig(secret, body string) string {
