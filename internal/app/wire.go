@@ -12,6 +12,7 @@ import (
 	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
+	"leadpipe/internal/forms"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/imports"
 	"leadpipe/internal/jobs"
@@ -98,6 +99,12 @@ func (a *App) wire(ctx context.Context) error {
 
 	metrics := a.metricsHandler(rec)
 
+	// Web forms store their submissions through the ingest's claim, as a
+	// source of kind form (docs/FORMS.md).
+	fs := forms.NewService(a.DB, a.Box, a.Sources, a.Tenants, a.Ingest, a.Ingest.Rejections, a.Stats, a.Cfg.BaseURL,
+		a.Log.With("component", "forms"), forms.Options{Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate,
+			ConnectTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, MaxAttempts: 1}), Now: a.now})
+
 	a.Web = &web.Server{
 		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
 		Leads: ls, Deliveries: reads, Monitor: mon, Reconcile: rc, Events: a.Events,
@@ -107,6 +114,7 @@ func (a *App) wire(ctx context.Context) error {
 		Rejections:  &rejections.Service{DB: a.DB, Now: a.now},
 		Imports:     imp,
 		Idem:        web.NewIdempotent(idemStore, a.Log),
+		Forms:       fs,
 		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
 		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: in.processor, Claimer: in.claimer},
 		Metrics:     metrics,

@@ -28,6 +28,7 @@ var tableOwners = map[string]string{
 	"rejections": "internal/rejections",
 	"imports":    "internal/imports", "import_chunks": "internal/imports", "import_errors": "internal/imports",
 	"installation": "internal/db", "migrate_lock": "internal/db",
+	"forms": "internal/forms",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",
 }

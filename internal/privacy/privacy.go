@@ -53,6 +53,8 @@ func (s *Service) now() time.Time { return clock.Read(s.Now).UTC().Truncate(time
 type Export struct {
 	ExportedAt  time.Time              `json:"exported_at"`
 	Lead        leads.Lead             `json:"lead"`
+	Attribution *leads.Attribution     `json:"attribution"` // where the lead came from (web forms)
+	Consents    []leads.Consent        `json:"consents"`    // what the person agreed to, and when
 	Notes       []leads.Note           `json:"notes"`
 	Timeline    []leads.TimelineEntry  `json:"timeline"`
 	Deliveries  []Delivery             `json:"deliveries"`
@@ -104,6 +106,11 @@ func (s *Service) Export(ctx context.Context, tenantID, leadID string) (Export, 
 		if out.Notes, err = leads.AllNotes(ctx, tx, tenantID, leadID); err != nil {
 			return err
 		}
+		ex, err := leads.LeadExtras(ctx, tx, tenantID, leadID)
+		if err != nil {
+			return err
+		}
+		out.Attribution, out.Consents = ex.Attribution, ex.Consents
 		ds, err := webhooks.PayloadsForLead(ctx, tx, tenantID, leadID)
 		if err != nil {
 			return err

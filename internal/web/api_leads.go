@@ -88,7 +88,16 @@ func (s *Server) apiGetLead(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	WriteJSON(w, http.StatusOK, l)
+	// Where the lead came from and its consents (docs/FORMS.md).
+	ex, err := s.Leads.Extras(r.Context(), Tenant(r), l.ID)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, struct {
+		leads.Lead
+		leads.Extras
+	}{l, ex})
 }
 
 // parseETags reads an If-Match / If-None-Match list: "*" (wildcard) or

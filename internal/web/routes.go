@@ -33,6 +33,12 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
 	r.Method(http.MethodGet, "/metrics", s.requireMetricsToken(s.Metrics))
 	r.Handle("/hooks/{tenant}/{source}", s.Hooks)
+	// Hosted web forms (form_public.go, form_embed.go; docs/FORMS.md).
+	r.Get("/f/{tenant}/{form}", s.formPage)
+	r.Post("/f/{tenant}/{form}", s.formSubmit)
+	r.Options("/f/{tenant}/{form}", s.formPreflight)
+	r.Get("/f/{tenant}/{form}/thanks", s.formThanks)
+	r.Get("/f/{tenant}/{form}/embed.js", s.formEmbed)
 
 	r.Route("/api/admin/v1", func(r chi.Router) {
 		r.Use(s.RequireOperator)
@@ -114,6 +120,11 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/settings/retention", s.apiGetRetention)
 		admin.Put("/settings/retention", s.apiPutRetention)
 		admin.Get("/assignment", s.apiGetAssignment)
+		admin.Post("/forms", s.apiCreateForm)
+		admin.Get("/forms", s.apiListForms)
+		admin.Get("/forms/{id}", s.apiGetForm)
+		admin.Patch("/forms/{id}", s.apiPatchForm)
+		admin.Delete("/forms/{id}", s.apiDeleteForm)
 		admin.Put("/assignment", s.apiPutAssignment)
 	})
 	s.uiRoutes(r)

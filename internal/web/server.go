@@ -13,6 +13,7 @@ import (
 	"leadpipe/internal/audit"
 	"leadpipe/internal/config"
 	"leadpipe/internal/events"
+	"leadpipe/internal/forms"
 	"leadpipe/internal/imports"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
@@ -49,6 +50,7 @@ type Server struct {
 	Privacy     *privacy.Service    // a lead's export and erasure
 	Retention   *retention.Service  // retention settings (API, settings page)
 	Imports     *imports.Service    // CSV imports: upload, progress, refused rows
+	Forms       *forms.Service      // hosted web forms: admin API, builder, public pages
 	ui          *uiState            // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
@@ -67,7 +69,7 @@ func (s *Server) Check() error {
 		"Ready": s.Ready != nil, "Leads": s.Leads != nil, "Idem": s.Idem != nil && s.Idem.Store != nil,
 		"Deliveries": s.Deliveries != nil, "Monitor": s.Monitor != nil, "Reconcile": s.Reconcile != nil, "Events": s.Events != nil,
 		"Rejections": s.Rejections != nil, "DeliveryOps": s.DeliveryOps != nil, "Audit": s.Audit != nil,
-		"Privacy": s.Privacy != nil, "Retention": s.Retention != nil, "Imports": s.Imports != nil,
+		"Privacy": s.Privacy != nil, "Retention": s.Retention != nil, "Imports": s.Imports != nil, "Forms": s.Forms != nil,
 		"Hooks": s.Hooks != nil, "Metrics": s.Metrics != nil,
 	} {
 		if !ok {

@@ -84,6 +84,10 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		evs = evs[:timelineShown]
 	}
 	v.Timeline = evs
+	if v.Origin, err = s.leadOrigin(ctx, sess.Tenant.ID, l.ID); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
 	if v.Merge, err = s.mergePanels(ctx, sess.Tenant.ID, l, dir); err != nil {
 		s.uiError(w, r, err)
 		return

@@ -88,6 +88,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/retention", s.uiSaveRetention)
 				s.endpointUIRoutes(r)
 				s.assignmentUIRoutes(r)
+				s.formUIRoutes(r)
 				r.Get("/monitor", s.uiMonitor)
 				r.Get("/monitor/sources/{id}", s.uiMonitorSource)
 				r.Post("/monitor/sources/{id}/rules", s.uiSaveRules)

@@ -372,7 +372,14 @@ func (c *Claimer) claimOn(ctx context.Context, cc *claimConn, batch []*claimReq,
 			args = append(args, d.TenantID, d.SourceID, r.known, d.DeliveryID, d.Origin, []byte{}, d.ReceivedAt, "failed", vanishedOriginal)
 			continue
 		}
-		args = append(args, d.TenantID, d.SourceID, d.ID, d.DeliveryID, d.Origin, d.Payload, d.ReceivedAt, "received", nil)
+		// A delivery stored on hold (a web form whose captcha could not be
+		// checked: docs/FORMS.md) is kept `failed` with its reason, to be
+		// reprocessed by an admin; every other one is `received`.
+		state, lastErr := "received", any(nil)
+		if d.State == "failed" && d.LastError != nil {
+			state, lastErr = "failed", *d.LastError
+		}
+		args = append(args, d.TenantID, d.SourceID, d.ID, d.DeliveryID, d.Origin, d.Payload, d.ReceivedAt, state, lastErr)
 	}
 	res, err := cc.exec(ctx, c.query(shapeClaim, len(batch)), args...)
 	if err != nil {

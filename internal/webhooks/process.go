@@ -397,6 +397,15 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 			for i, it := range recItems {
 				it.res.res.OwnerID = outcomes[i].OwnerID
 			}
+			// Where the leads came from and what their people agreed to
+			// (web forms: docs/FORMS.md), on the rows just written.
+			mapped := make([]kinds.Lead, len(recItems))
+			for i, it := range recItems {
+				mapped[i] = it.lead
+			}
+			if err := leads.RecordTouches(ctx, tx, tenantID, touchRecords(mapped, outcomes)); err != nil {
+				return err
+			}
 			if p.Leads != nil && len(outcomes) > 0 {
 				ectx, espan := tracing.Start(ctx, "outbox.emit")
 				err := p.Leads.SenderChanged(ectx, tx, tenantID, outcomes)

@@ -733,4 +733,17 @@
     var err = f && f.querySelector(".field-error");
     if (err && !input.form.querySelector("[data-testid='mapping-errors']")) { err.remove(); input.removeAttribute("aria-invalid"); }
   });
+
+  // Web form builder: the preview follows the settings as they are typed
+  // (the "Update preview" button posts them into the preview frame).
+  var previewTimer = null;
+  document.addEventListener("input", function (ev) {
+    var form = ev.target && ev.target.closest && ev.target.closest("form[data-live-preview]");
+    if (!form) return;
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(function () {
+      var b = form.querySelector("[data-preview-button]");
+      if (b) form.requestSubmit(b);
+    }, 400);
+  });
 })();

@@ -110,6 +110,7 @@ func NavItems(u *User) []NavItem {
 	if u.IsAdmin() {
 		items = append(items,
 			NavItem{Key: "sources", Label: "Sources", Href: "/sources", Admin: true, FirstAdmin: true},
+			NavItem{Key: "forms", Label: "Web forms", Href: "/forms", Admin: true},
 			NavItem{Key: "imports", Label: "Imports", Href: "/imports", Admin: true},
 			NavItem{Key: "monitor", Label: "Monitoring", Href: "/monitor", Admin: true},
 			NavItem{Key: "alerts", Label: "Alerts", Href: "/alerts", Admin: true},

@@ -538,6 +538,7 @@ type LeadView struct {
 	MeID       string
 	Now        time.Time
 	Merge      MergePanels // possible duplicates and merges (merge.go)
+	Origin     *Origin     // where the lead came from, its consents (origin.go)
 }
 
 // NewLeadForm is GET /leads/new.

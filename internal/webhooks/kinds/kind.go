@@ -60,6 +60,10 @@ type Lead struct {
 	EventTime *time.Time
 	Tags      []string
 	Payload   json.RawMessage // record object, compact JSON storable in MySQL and MariaDB
+	// Touch is where the record says the lead came from (campaign, click
+	// ids, landing page); Consent what the person agreed to. Nil: nothing.
+	Touch   *Touches
+	Consent *Consent
 }
 
 // Kind is one way senders sign and shape their webhooks.
@@ -93,6 +97,9 @@ const (
 	Meta        = "meta"
 	GoogleAds   = "google-ads"
 	Generic     = "generic"
+	// Form is a tenant's own web form (form.go); it is made by the forms
+	// API, never by the sources API, so it is not in Names.
+	Form = "form"
 )
 
 // Names lists every kind name.
@@ -114,6 +121,8 @@ func New(name string, config json.RawMessage) (Kind, error) {
 		return metaKind{}, nil
 	case GoogleAds:
 		return googleAdsKind{}, nil
+	case Form:
+		return formKind{}, nil
 	case Generic:
 		cfg, problems := parseGenericConfig(config)
 		if len(problems) > 0 {

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"leadpipe/internal/forms"
+)
+
+// The forms admin API (docs/FORMS.md): POST|GET /api/v1/forms,
+// GET|PATCH|DELETE /api/v1/forms/{id}.
+
+func (s *Server) apiCreateForm(w http.ResponseWriter, r *http.Request) {
+	var in forms.Input
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	f, err := s.Forms.Create(r.Context(), Tenant(r), slug, in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/forms/"+f.ID)
+	WriteJSON(w, http.StatusCreated, f)
+}
+
+func (s *Server) apiListForms(w http.ResponseWriter, r *http.Request) {
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	list, err := s.Forms.List(r.Context(), Tenant(r), slug)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+}
+
+func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	f, err := s.Forms.Get(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, f)
+}
+
+func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
+	var in forms.Input
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	slug, err := s.tenantSlug(r)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	f, err := s.Forms.Patch(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"), in)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, f)
+}
+
+func (s *Server) apiDeleteForm(w http.ResponseWriter, r *http.Request) {
+	if err := s.Forms.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
