@@ -213,7 +213,7 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	}
 	now := time.Now().UTC()
 	c := s.sourceChartRange(ctx, sess.Tenant.ID, src.ID, r.URL.Query(), now)
-	buckets, err := s.Monitor.Stats(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
+	buckets, err := s.Monitor.ChartSeries(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -229,24 +229,19 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	} else {
 		v.Form = rulesFormOf(rules)
 	}
-	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from, To: c.to}
+	// The chart draws its times in the reader's zone.
+	loc := components.Zone(readerZone(ctx))
+	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from.In(loc), To: c.to.In(loc), NoZoom: c.alert != nil}
 	for _, b := range buckets {
-		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates})
+		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates,
+			PeakRate: b.PeakRate, Baseline: b.Baseline, Threshold: b.Threshold, HasBaseline: b.HasBaseline})
 		v.Deliveries += b.Deliveries
 		v.Duplicates += b.Duplicates
 		v.Rejected += b.Rejected
 		v.DeadLetters += b.DeadLetters
 		v.ReconcileNew += b.ReconcileNew
 	}
-	// The spike rule's line for the current baseline, and the windows in
-	// which this source's alerts were open.
-	if ov, err := s.Monitor.Overview(ctx, sess.Tenant.ID, now); err == nil {
-		for _, o := range ov {
-			if o.SourceID == src.ID {
-				v.Chart.Threshold = o.Threshold
-			}
-		}
-	}
+	// The windows in which this source's alerts were open.
 	if c.alert != nil {
 		a := *c.alert
 		v.Alert = &monviews.AlertRef{ID: a.ID, Rule: alerts.RuleLabel(a.Rule), FiredAt: a.FiredAt}
@@ -261,10 +256,10 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	}
 	if list, _, err := s.Monitor.Alerts(ctx, sess.Tenant.ID, monitor.StateAll, "", 200); err == nil {
 		for _, a := range list {
-			if a.SourceID != src.ID || a.Rule != monitor.RuleDuplicateSpike || (c.alert != nil && a.ID == c.alert.ID) {
+			if a.SourceID != src.ID || a.Rule == monitor.RuleEndpointDisabled || (c.alert != nil && a.ID == c.alert.ID) {
 				continue
 			}
-			tr := components.TimeRange{From: a.FiredAt, Label: "Duplicate-rate spike"}
+			tr := components.TimeRange{From: a.FiredAt, Label: alerts.RuleLabel(a.Rule)}
 			if a.ResolvedAt != nil {
 				tr.To = *a.ResolvedAt
 			}
