@@ -156,4 +156,3 @@ func clockGap(a, b time.Time) time.Duration {
 	d = min(d, 24*60-d)
 	return time.Duration(d) * time.Minute
 }
-
