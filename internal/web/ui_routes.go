@@ -94,6 +94,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/monitor/first-response/rule", s.uiSaveSLARule)
 				r.Get("/alerts", s.uiAlerts)
 				r.Post("/alerts/{id}/ack", s.uiAckAlert)
+				r.Post("/alerts/ack", s.uiAckAlerts)
 			})
 		})
 	})
