@@ -10,13 +10,14 @@ import (
 // baseline and alert line as they stood at the bucket's end.
 type ChartBucket struct {
 	Bucket
-	// PeakRate is, in a bucket longer than the spike rule's window, the
-	// highest rate of any window of that length ending in the bucket with
-	// at least PeakMinDeliveries deliveries (0 when none had): what the
-	// rule judged. A 24 h or 7 d chart draws it, so a ten-minute spike
-	// never averages away inside a 30-minute or 4-hour bucket, and a
-	// minute with 3 duplicates of 10 deliveries is not drawn as a spike.
+	// PeakRate is, in a bucket longer than a minute, the highest rate of
+	// any 1-minute, 5-minute or rule-window window ending in the bucket
+	// with at least the spike rule's minimum deliveries (0 when none had).
+	// A 24 h or 7 d chart draws it, so a spike never averages away inside
+	// a 30-minute or 4-hour bucket, and a minute with 3 duplicates of 10
+	// deliveries is not drawn as a spike.
 	PeakRate float64
+	PeakAt   time.Time // the start of the peak window's last minute
 	// Baseline is the duplicate rate of the rule's baseline period before
 	// the rule's window ending at the bucket's end; Threshold the spike
 	// rule's alert line for it (0 when the rule is off). HasBaseline is
@@ -26,7 +27,8 @@ type ChartBucket struct {
 }
 
 // PeakMinDeliveries is the least volume a window needs to count for a
-// bucket's peak: one duplicate out of two deliveries is not a spike.
+// bucket's peak (or the spike rule's minimum, when higher): one duplicate
+// out of two deliveries is not a spike.
 const PeakMinDeliveries = 20
 
 // ChartSeries is Stats for a chart: buckets of step over [from, to), each
@@ -54,20 +56,29 @@ func (s *Service) ChartSeries(ctx context.Context, tenantID, sourceID string, fr
 		return nil, err
 	}
 
-	// Peaks: in a bucket longer than the rule's window, the highest rate
-	// any window of the rule's length ending inside it saw (what the
-	// alert rule judged), from per-minute rows (15-minute ones beyond 8
-	// days).
-	win := rules.Window()
-	if step > win {
+	// Peaks: in a bucket longer than a minute, the highest rate of any
+	// window of 1, 5 or the rule's minutes ending inside it that had at
+	// least the rule's minimum deliveries (what the alert rule would
+	// judge), from per-minute rows (15-minute ones beyond 8 days). A burst
+	// of 500 deliveries in one minute shows at its own rate; a minute of 3
+	// duplicates in 20 deliveries is noise and does not.
+	if step > time.Minute {
 		g := time.Minute
 		if end.Sub(buckets[0].T) > 8*24*time.Hour {
 			g = 15 * time.Minute
 		}
-		lw := max(int((win+g-1)/g), 1) // the window in g-rows
-		pFrom := buckets[0].T.Add(-time.Duration(lw-1) * g)
-		table, gran := tableMinute, int64(60)
-		rows, err := seriesRows(ctx, s.DB, table, gran, tenantID, sourceID, pFrom, end, int64(g/time.Second))
+		lens := map[int]bool{}
+		for _, w := range []time.Duration{time.Minute, 5 * time.Minute, rules.Window()} {
+			if w >= g && w < step*4 {
+				lens[int(w/g)] = true
+			}
+		}
+		longest := 1
+		for l := range lens {
+			longest = max(longest, l)
+		}
+		pFrom := buckets[0].T.Add(-time.Duration(longest-1) * g)
+		rows, err := seriesRows(ctx, s.DB, tableMinute, 60, tenantID, sourceID, pFrom, end, int64(g/time.Second))
 		if err != nil {
 			return nil, err
 		}
@@ -77,14 +88,21 @@ func (s *Service) ChartSeries(ctx context.Context, tenantID, sourceID string, fr
 			c := rows[pFrom.Add(time.Duration(i)*g).Unix()]
 			del[i+1], dup[i+1] = del[i]+c[iDeliveries], dup[i]+c[iDuplicates]
 		}
-		for e := lw; e <= n; e++ { // the window of rows [e-lw, e)
-			d := del[e] - del[e-lw]
-			if d < PeakMinDeliveries {
+		minDel := int64(max(rules.SpikeMinDeliveries, PeakMinDeliveries))
+		for e := 1; e <= n; e++ { // windows of rows ending at row e-1
+			i, ok := idx[floorDiv(pFrom.Add(time.Duration(e-1)*g).Unix(), st)]
+			if !ok {
 				continue
 			}
-			last := pFrom.Add(time.Duration(e-1) * g)
-			if i, ok := idx[floorDiv(last.Unix(), st)]; ok {
-				out[i].PeakRate = max(out[i].PeakRate, round6(Rate(dup[e]-dup[e-lw], d)))
+			for l := range lens {
+				if e < l {
+					continue
+				}
+				if d := del[e] - del[e-l]; d >= minDel {
+					if r := round6(Rate(dup[e]-dup[e-l], d)); r > out[i].PeakRate {
+						out[i].PeakRate, out[i].PeakAt = r, pFrom.Add(time.Duration(e-1)*g)
+					}
+				}
 			}
 		}
 	}
@@ -112,8 +130,15 @@ func (s *Service) ChartSeries(ctx context.Context, tenantID, sourceID string, fr
 		i := int(t.Sub(series[0].T) / bs)
 		return max(0, min(i, len(series)))
 	}
+	now := s.now()
 	for i := range out {
-		e := out[i].T.Add(step)
+		// At the bucket's start (clamped to now): the line the bucket's
+		// rate was measured against, before the bucket's own deliveries
+		// moved the baseline.
+		e := out[i].T
+		if e.After(now) {
+			e = now
+		}
 		lo, hi := at(e.Add(-rules.Window()-rules.Baseline())), at(e.Add(-rules.Window()))
 		if d := del[hi] - del[lo]; d > 0 {
 			out[i].HasBaseline = true

@@ -247,7 +247,7 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from.In(loc), To: c.to.In(loc), NoZoom: c.alert != nil}
 	for _, b := range buckets {
 		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates,
-			PeakRate: b.PeakRate, Baseline: b.Baseline, Threshold: b.Threshold, HasBaseline: b.HasBaseline})
+			PeakRate: b.PeakRate, PeakAt: b.PeakAt, Baseline: b.Baseline, Threshold: b.Threshold, HasBaseline: b.HasBaseline})
 		v.Deliveries += b.Deliveries
 		v.Duplicates += b.Duplicates
 		v.Rejected += b.Rejected

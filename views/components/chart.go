@@ -19,6 +19,7 @@ type ChartPoint struct {
 	// the chart draws the larger of it and Rate, so a spike inside a long
 	// bucket is never averaged away. 0: unknown.
 	PeakRate float64
+	PeakAt   time.Time // when the peak was measured (zero: the bucket's start)
 	// Baseline and Threshold are the spike rule's usual rate and alert line
 	// at the bucket's end; HasBaseline says Baseline was measured.
 	Baseline, Threshold float64
@@ -70,6 +71,8 @@ type chartBucket struct {
 	When       string // the bucket's time, for the tooltip
 	RateText   string // "4.1%", or "—" when the bucket has no deliveries
 	Alert      bool   // an alert was open during the bucket
+	peakAt     time.Time
+	peakRate   float64 // the rate peakAt belongs to
 	start, end time.Time
 	hasRate    bool
 }
@@ -88,10 +91,11 @@ type chartXTick struct {
 }
 
 type chartRect struct {
-	X, W   float64
-	Title  string
-	Label  string // drawn inside the band's top left when it is wide enough
-	LabelX float64
+	X, W     float64
+	Title    string
+	Label    string // drawn inside the band's top left when it is wide enough
+	LabelX   float64
+	labelEnd float64
 }
 
 // chartPeak is the highest point of the rate line and its label.
@@ -289,6 +293,7 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		if x1-x0 >= 0.12*g.W {
 			cr.Label, cr.LabelX = "alert open", x0+4
 		}
+		cr.labelEnd = x1
 		g.Highlights = append(g.Highlights, cr)
 	}
 
@@ -409,7 +414,11 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 	}
 	if peak != nil {
 		p := &chartPeak{X: peak.X + peak.W/2, Y: rateY(peak.Rate)}
-		p.Label = formatPercent1(peak.Rate) + " at " + peakTime(peak.start, span)
+		at := peak.start
+		if !peak.peakAt.IsZero() && peak.Rate == peak.peakRate {
+			at = peak.peakAt.In(loc)
+		}
+		p.Label = formatPercent1(peak.Rate) + " at " + peakTime(at, span)
 		p.LabelY = p.Y - 9
 		if p.LabelY < 12 {
 			p.LabelY = p.Y + 18
@@ -422,6 +431,13 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 			p.Anchor = "end"
 		}
 		g.Peak = p
+		// The peak's label wins over an alert band's: the band keeps its
+		// shading and its hover title.
+		for i := range g.Highlights {
+			if h := &g.Highlights[i]; h.Label != "" && p.X > h.LabelX-0.3*g.W && p.X < h.labelEnd+0.3*g.W {
+				h.Label = ""
+			}
+		}
 	}
 
 	// Words.
@@ -545,14 +561,17 @@ func mergeBuckets(pts []ChartPoint, step time.Duration) ([]chartBucket, time.Dur
 			b.Volume += max(p.Volume, 0)
 			b.Duplicates += max(p.Duplicates, 0)
 			if p.Volume > 0 {
-				rate = math.Max(rate, ok(p.PeakRate))
-				if k == 1 || p.Volume >= minPeakVolume {
-					rate = math.Max(rate, ok(p.Rate))
+				if pr := ok(p.PeakRate); pr > rate {
+					rate, b.peakAt = pr, p.PeakAt
+				}
+				if r := ok(p.Rate); (k == 1 || p.Volume >= minPeakVolume) && r > rate {
+					rate, b.peakAt = r, p.T
 				}
 			}
 			b.Threshold, b.Baseline, b.hasBase = ok(p.Threshold), ok(p.Baseline), p.HasBaseline
 		}
 		if b.Volume > 0 {
+			b.peakRate = rate
 			if b.Duplicates > 0 || rate == 0 {
 				rate = math.Max(rate, clamp(float64(b.Duplicates)/float64(b.Volume), 0, 1))
 			}

@@ -94,7 +94,7 @@ func RateChart(d ChartData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div class=\"chart-plot\" data-chart-plot><div class=\"chart-axis-titles\" aria-hidden=\"true\"><span>Duplicate rate</span></div><div class=\"chart-frame chart-frame-rate\"><svg class=\"chart-gutter chart-gutter-rate\" width=\"40\" height=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div class=\"chart-plot\" data-chart-plot><div class=\"chart-axis-titles\" aria-hidden=\"true\"><span>Duplicate rate</span></div><div class=\"chart-frame chart-frame-rate\"><svg class=\"chart-gutter chart-gutter-rate\" width=\"46\" height=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -113,7 +113,7 @@ func RateChart(d ChartData) templ.Component {
 			}
 			for _, t := range g.YTicks {
 				if t.RateLabel != "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<text x=\"36\" y=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<text x=\"42\" y=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -146,7 +146,7 @@ func RateChart(d ChartData) templ.Component {
 				}
 			}
 			if g.HasThreshold {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<text class=\"chart-threshold-label\" x=\"36\" y=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<text class=\"chart-threshold-label\" x=\"42\" y=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -177,7 +177,7 @@ func RateChart(d ChartData) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<text class=\"chart-volume-label\" x=\"36\" y=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<text class=\"chart-volume-label\" x=\"42\" y=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
