@@ -558,6 +558,12 @@ func (s *Server) uiAckAlerts(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, apperr.New(apperr.Invalid, "at most 200 alerts at once"))
 		return
 	}
+	for _, id := range ids { // every id first: another tenant's id changes nothing
+		if _, err := s.Monitor.Alert(r.Context(), sess.Tenant.ID, id); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+	}
 	for _, id := range ids {
 		if _, err := s.Monitor.Ack(r.Context(), sess.Tenant.ID, id, sess.User.ID); err != nil {
 			s.uiError(w, r, err)
