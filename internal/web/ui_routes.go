@@ -83,6 +83,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
 				r.Get("/settings/audit", s.uiAudit)
+				r.Get("/reports/sources", s.uiReportSources)
 				r.Get("/settings/retention", s.uiRetention)
 				r.Post("/settings/retention", s.uiSaveRetention)
 				s.endpointUIRoutes(r)
