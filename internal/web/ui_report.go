@@ -56,6 +56,11 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
+	daily, err := s.Leads.DailyLeads(ctx, sess.Tenant.ID, from, to, loc)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
 	for _, f := range figs {
 		row := monviews.ReportRow{SourceID: f.SourceID, Name: names[f.SourceID], Leads: f.Leads, Qualified: f.Qualified, Won: f.Won,
 			Responded: f.Responded, MedianResponse: f.MedianResponse,
@@ -63,6 +68,10 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 		if row.Name == "" {
 			row.Name = "A deleted source"
 		}
+		for _, n := range daily[f.SourceID] {
+			row.Daily = append(row.Daily, float64(n))
+		}
+		v.DailyTop = max(v.DailyTop, components.SparkTop(row.Daily))
 		v.Rows = append(v.Rows, row)
 	}
 	sortReport(v.Rows, v.Sort)

@@ -128,6 +128,30 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 			t.Errorf("deliveries %s duplicates %s, want 200 and 14 (the day before is outside)", r[3], r[4])
 		}
 	}
+	// Leads per day (the report's chart), days in New York.
+	daily, err := e.App.Web.Leads.DailyLeads(ctx, a.ID, from, to, ny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDaily := map[string][]int64{}
+	for _, l := range all {
+		if l.tenant != a.ID || l.created.Before(from) || !l.created.Before(to) {
+			continue
+		}
+		if wantDaily[l.source] == nil {
+			wantDaily[l.source] = make([]int64, 14)
+		}
+		c := l.created.In(ny)
+		wantDaily[l.source][c.Day()-1]++ // November 1 … 14
+	}
+	for src, w := range wantDaily {
+		if fmt.Sprint(daily[src]) != fmt.Sprint(w) {
+			t.Errorf("%s per day %v, brute force %v", src, daily[src], w)
+		}
+	}
+	if len(daily) != len(wantDaily) {
+		t.Errorf("daily for %d sources, want %d", len(daily), len(wantDaily))
+	}
 	// The page: sortable, one row per source.
 	page := br.get("/reports/sources?from=2026-11-01&to=2026-11-14&sort=won")
 	if page.status != 200 || page.testid("report-row").Length() != len(brute) {
