@@ -48,6 +48,34 @@ func (s *Service) windowSums(ctx context.Context, tenantID string, ids []string,
 	return win, base, nil
 }
 
+// silenceSums returns, per source, the deliveries of the last hour (the
+// complete minutes before now) and the usual deliveries of that hour of
+// the week: the same hour in each of the SilenceWeeks weeks before,
+// averaged.
+func (s *Service) silenceSums(ctx context.Context, tenantID string, ids []string, now time.Time) (last map[string]int64, usual map[string]float64, err error) {
+	end := now.UTC().Truncate(time.Minute)
+	cur, err := sumRange(ctx, s.DB, tenantID, ids, end.Add(-time.Hour), end)
+	if err != nil {
+		return nil, nil, err
+	}
+	last, usual = make(map[string]int64, len(cur)), map[string]float64{}
+	for id, c := range cur {
+		last[id] = c[iDeliveries]
+	}
+	const week = 7 * 24 * time.Hour
+	for k := 1; k <= SilenceWeeks; k++ {
+		e := end.Add(-time.Duration(k) * week)
+		past, err := sumRange(ctx, s.DB, tenantID, ids, e.Add(-time.Hour), e)
+		if err != nil {
+			return nil, nil, err
+		}
+		for id, c := range past {
+			usual[id] += float64(c[iDeliveries]) / SilenceWeeks
+		}
+	}
+	return last, usual, nil
+}
+
 // Evaluate checks every rule of every source of every tenant at now: an
 // alert fires once when its condition becomes true (the unique open key
 // makes a second evaluator's insert fail harmlessly), and resolves by
@@ -103,6 +131,10 @@ func (s *Service) evaluateSources(ctx context.Context, tenantID string, now time
 	if err != nil {
 		return err
 	}
+	last, usual, err := s.silenceSums(ctx, tenantID, ids, now)
+	if err != nil {
+		return err
+	}
 	end := now.Truncate(time.Minute)
 	var errs []error
 	for _, id := range ids {
@@ -112,9 +144,16 @@ func (s *Service) evaluateSources(ctx context.Context, tenantID string, now time
 		}
 		for _, rule := range RuleNames {
 			fire, detail := r.check(rule, win[id], base[id])
+			if rule == RuleSilence {
+				fire, detail = r.checkSilence(last[id], usual[id])
+			}
 			a, isOpen := open[openKey{id, rule}]
 			var err error
 			switch {
+			case rule == RuleSilence && !fire && isOpen:
+				// The last hour already smooths the volume: deliveries
+				// coming back resolve it at once.
+				err = s.resolve(ctx, a, now, detail)
 			case fire && !isOpen:
 				err = s.fire(ctx, tenantID, id, rule, now, detail)
 			case fire && isOpen:
@@ -140,7 +179,7 @@ type alertDetail map[string]any
 func severity(rule string, d map[string]any) float64 {
 	key := map[string]string{RuleDuplicateSpike: "rate", RuleSignatureRejections: "rejected",
 		RuleDeadLetters: "dead_letters", RuleWebhookLoss: "reconcile_new",
-		RuleProcessingFailures: "processing_failures", RuleSLABreach: "overdue"}[rule]
+		RuleProcessingFailures: "processing_failures", RuleSLABreach: "overdue", RuleSilence: "missing"}[rule]
 	switch v := d[key].(type) {
 	case float64:
 		return v

@@ -12,10 +12,13 @@ const (
 	RuleDeadLetters         = "dead_letters"
 	RuleWebhookLoss         = "webhook_loss"
 	RuleProcessingFailures  = "processing_failures"
+	// RuleSilence: a source that usually sends at this hour of the week
+	// went quiet (see Rules.Silence*).
+	RuleSilence = "silence"
 )
 
 // RuleNames lists every rule in display order.
-var RuleNames = []string{RuleDuplicateSpike, RuleSignatureRejections, RuleDeadLetters, RuleWebhookLoss, RuleProcessingFailures}
+var RuleNames = []string{RuleDuplicateSpike, RuleSignatureRejections, RuleDeadLetters, RuleWebhookLoss, RuleProcessingFailures, RuleSilence}
 
 // Rules are one source's alert settings. Every rule looks at the last
 // WindowSeconds of complete minutes; the spike and rejection rules compare
@@ -54,6 +57,14 @@ type Rules struct {
 	FailuresEnabled bool `json:"failures_enabled"`
 	FailuresMin     int  `json:"failures_min"`
 
+	// Silence: the deliveries of the last hour fall below fraction × the
+	// source's usual volume for that hour of the week (the same hour in
+	// each of the trailing SilenceWeeks weeks, averaged), when that usual
+	// volume is at least SilenceMinUsual: a source with no history never
+	// fires. It resolves as soon as the last hour is back above the line.
+	SilenceEnabled  bool    `json:"silence_enabled"`
+	SilenceFraction float64 `json:"silence_fraction"`
+
 	Default   bool       `json:"default"` // true when nothing was saved for the source
 	UpdatedAt *time.Time `json:"updated_at"`
 	UpdatedBy *string    `json:"updated_by"`
@@ -67,6 +78,7 @@ func DefaultRules(sourceID string) Rules {
 		DeadLettersEnabled: true, DeadLettersMin: 1,
 		LossEnabled: true, LossMin: 1,
 		FailuresEnabled: true, FailuresMin: 1,
+		SilenceEnabled: true, SilenceFraction: 0.2,
 		Default: true}
 }
 
@@ -117,10 +129,31 @@ func (r Rules) Validate() map[string]string {
 	if r.FailuresMin < 1 || r.FailuresMin > 1_000_000_000 {
 		f["failures_min"] = "must be at least 1"
 	}
+	if r.SilenceFraction <= 0 || r.SilenceFraction > 1 {
+		f["silence_fraction"] = "must be more than 0 and at most 1 (a fraction: 0.2 = a fifth of the usual volume)"
+	}
 	if len(f) == 0 {
 		return nil
 	}
 	return f
+}
+
+// The silence rule's fixed parts: the usual volume of an hour of the week
+// is averaged over the trailing SilenceWeeks weeks and must be at least
+// SilenceMinUsual deliveries.
+const (
+	SilenceWeeks    = 4
+	SilenceMinUsual = 20
+)
+
+// checkSilence evaluates the silence rule: last is the deliveries of the
+// last hour, usual the average of the same hour in the trailing weeks.
+func (r Rules) checkSilence(last int64, usual float64) (bool, map[string]any) {
+	line := r.SilenceFraction * usual
+	fire := r.SilenceEnabled && usual >= SilenceMinUsual && float64(last) < line
+	return fire, map[string]any{"deliveries": last, "usual": round6(usual), "fraction": r.SilenceFraction,
+		"threshold": round6(line), "missing": round6(max(usual-float64(last), 0)),
+		"summary": fmt.Sprintf("%s in the last hour; usually %.0f at this hour of the week", count(last, "delivery", "deliveries"), usual)}
 }
 
 // Rate is duplicates / deliveries, 0 without deliveries.

@@ -233,6 +233,8 @@ type SourceOverview struct {
 
 	OpenAlerts int   `json:"open_alerts"`
 	Rules      Rules `json:"rules"`
+	// OpenRules names the rules of the open alerts (newest first).
+	OpenRules []string `json:"open_rules"`
 }
 
 // Overview returns every source of the tenant with its current duplicate
@@ -273,9 +275,10 @@ func (s *Service) Overview(ctx context.Context, tenantID string, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	openBy := map[string]int{}
+	openBy, rulesBy := map[string]int{}, map[string][]string{}
 	for _, a := range open {
 		openBy[a.SourceID]++
+		rulesBy[a.SourceID] = append(rulesBy[a.SourceID], a.Rule)
 	}
 	type hc struct{ del, dup int64 }
 	spark := map[string]*[24]hc{}
@@ -303,7 +306,7 @@ func (s *Service) Overview(ctx context.Context, tenantID string, now time.Time) 
 			Rejected: l[iRejected], DeadLetters: l[iDeadLetters],
 			WindowDeliveries: w[iDeliveries], WindowRate: round6(Rate(w[iDuplicates], w[iDeliveries])),
 			BaselineDeliveries: b[iDeliveries], BaselineRate: round6(Rate(b[iDuplicates], b[iDeliveries])),
-			Sparkline: make([]float64, 24), SparkVolume: make([]int64, 24), OpenAlerts: openBy[src.ID], Rules: r}
+			Sparkline: make([]float64, 24), SparkVolume: make([]int64, 24), OpenAlerts: openBy[src.ID], Rules: r, OpenRules: rulesBy[src.ID]}
 		if r.SpikeEnabled {
 			o.Threshold = round6(r.SpikeThreshold(o.BaselineRate))
 		}

@@ -191,7 +191,7 @@ func purgeStats(ctx context.Context, x db.Ext, table, tenantID, sourceID string,
 
 const rulesCols = `source_id, window_s, baseline_s, spike_enabled, spike_factor, spike_min_points, spike_min_deliveries,
  rejections_enabled, rejections_min, rejections_factor, dead_letters_enabled, dead_letters_min, loss_enabled, loss_min,
- failures_enabled, failures_min, updated_at, updated_by`
+ failures_enabled, failures_min, silence_enabled, silence_fraction, updated_at, updated_by`
 
 type rulesRow struct {
 	SourceID           string    `db:"source_id"`
@@ -210,6 +210,8 @@ type rulesRow struct {
 	LossMin            int       `db:"loss_min"`
 	FailuresEnabled    bool      `db:"failures_enabled"`
 	FailuresMin        int       `db:"failures_min"`
+	SilenceEnabled     bool      `db:"silence_enabled"`
+	SilenceFraction    float64   `db:"silence_fraction"`
 	UpdatedAt          time.Time `db:"updated_at"`
 	UpdatedBy          *string   `db:"updated_by"`
 }
@@ -221,6 +223,7 @@ func (r rulesRow) rules() Rules {
 		RejectionsEnabled: r.RejectionsEnabled, RejectionsMin: r.RejectionsMin, RejectionsFactor: r.RejectionsFactor,
 		DeadLettersEnabled: r.DeadLettersEnabled, DeadLettersMin: r.DeadLettersMin,
 		LossEnabled: r.LossEnabled, LossMin: r.LossMin, FailuresEnabled: r.FailuresEnabled, FailuresMin: r.FailuresMin,
+		SilenceEnabled: r.SilenceEnabled, SilenceFraction: r.SilenceFraction,
 		UpdatedAt: &at, UpdatedBy: r.UpdatedBy}
 }
 
@@ -250,17 +253,18 @@ func listRules(ctx context.Context, x db.Ext, tenantID string) (map[string]Rules
 
 func upsertRules(ctx context.Context, x db.Ext, tenantID string, r Rules, at time.Time, by string) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO alert_rules (tenant_id, `+rulesCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON DUPLICATE KEY UPDATE window_s = VALUES(window_s), baseline_s = VALUES(baseline_s),
  spike_enabled = VALUES(spike_enabled), spike_factor = VALUES(spike_factor), spike_min_points = VALUES(spike_min_points),
  spike_min_deliveries = VALUES(spike_min_deliveries), rejections_enabled = VALUES(rejections_enabled),
  rejections_min = VALUES(rejections_min), rejections_factor = VALUES(rejections_factor),
  dead_letters_enabled = VALUES(dead_letters_enabled), dead_letters_min = VALUES(dead_letters_min),
  loss_enabled = VALUES(loss_enabled), loss_min = VALUES(loss_min),
- failures_enabled = VALUES(failures_enabled), failures_min = VALUES(failures_min), updated_at = VALUES(updated_at), updated_by = VALUES(updated_by)`,
+ failures_enabled = VALUES(failures_enabled), failures_min = VALUES(failures_min),
+ silence_enabled = VALUES(silence_enabled), silence_fraction = VALUES(silence_fraction), updated_at = VALUES(updated_at), updated_by = VALUES(updated_by)`,
 		tenantID, r.SourceID, r.WindowSeconds, r.BaselineSeconds, r.SpikeEnabled, r.SpikeFactor, r.SpikeMinPoints, r.SpikeMinDeliveries,
 		r.RejectionsEnabled, r.RejectionsMin, r.RejectionsFactor, r.DeadLettersEnabled, r.DeadLettersMin, r.LossEnabled, r.LossMin,
-		r.FailuresEnabled, r.FailuresMin, at, nullString(by))
+		r.FailuresEnabled, r.FailuresMin, r.SilenceEnabled, r.SilenceFraction, at, nullString(by))
 	return err
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"time"
@@ -36,10 +37,11 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
+	names := s.auditTargetNames(r, sess.Tenant.ID, page.Items)
 	for _, e := range page.Items {
 		v.Entries = append(v.Entries, settings.AuditEntry{ID: e.ID, Action: e.Action, ActorKind: e.Actor.Kind,
-			ActorID: e.Actor.ID, ActorName: e.Actor.Name, TargetType: e.TargetType, TargetID: e.TargetID,
-			IP: e.IP, At: e.At, Detail: e.Detail})
+			ActorID: e.Actor.ID, ActorName: cmp.Or(e.Actor.Name, names[e.Actor.ID]), TargetType: e.TargetType, TargetID: e.TargetID,
+			TargetName: names[e.TargetType+":"+e.TargetID], IP: e.IP, At: e.At, Detail: e.Detail})
 	}
 	if page.NextCursor != "" {
 		nq := url.Values{}
@@ -54,6 +56,44 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, settings.Audit(v))
+}
+
+// auditTargetNames names the page's targets ("type:id" → name) and
+// actors (id → name) where the tenant still has them: users, tokens,
+// sources, endpoints and leads (one query each). A failure only leaves
+// the ids.
+func (s *Server) auditTargetNames(r *http.Request, tenantID string, items []audit.Entry) map[string]string {
+	ctx := r.Context()
+	out := map[string]string{}
+	var leadIDs []string
+	for _, e := range items {
+		if e.TargetType == "lead" && e.TargetID != "" {
+			leadIDs = append(leadIDs, e.TargetID)
+		}
+	}
+	if len(leadIDs) > 0 {
+		if ns, err := s.Leads.Names(ctx, tenantID, leadIDs); err == nil {
+			for id, n := range ns {
+				out["lead:"+id] = n
+			}
+		}
+	}
+	if us, err := s.Tenants.Users(ctx, tenantID); err == nil {
+		for _, u := range us {
+			out["user:"+u.ID], out[u.ID] = u.Name, u.Name
+		}
+	}
+	if ts, err := s.Tenants.Tokens(ctx, tenantID); err == nil {
+		for _, t := range ts {
+			out["token:"+t.ID], out[t.ID] = "API token "+t.Name, "API token "+t.Name
+		}
+	}
+	if srcs, err := s.Sources.List(ctx, tenantID); err == nil {
+		for _, src := range srcs {
+			out["source:"+src.ID] = src.Name
+		}
+	}
+	return out
 }
 
 // auditActionOptions are the actions the tenant's log holds (and the one

@@ -58,7 +58,7 @@ func (s *Server) renderMonitor(w http.ResponseWriter, r *http.Request, status in
 		v.Rows = append(v.Rows, monviews.SourceRow{ID: o.SourceID, Name: o.Name, Kind: o.Kind, Trend: trend,
 			Deliveries: o.Deliveries, Duplicates: o.Duplicates, Rejected: o.Rejected, DeadLetter: o.DeadLetters,
 			Rate: o.Rate, BaselineRate: o.BaselineRate, Threshold: o.Threshold, OpenAlerts: o.OpenAlerts,
-			Rate24h: weightedRate(o.Sparkline, o.SparkVolume), Has24h: trend != nil})
+			Rate24h: weightedRate(o.Sparkline, o.SparkVolume), Has24h: trend != nil, AlertLabels: ruleLabels(o.OpenRules)})
 		v.SparkTop = max(v.SparkTop, components.SparkTop(trend))
 		v.Deliveries += o.Deliveries
 		v.Duplicates += o.Duplicates
@@ -73,6 +73,19 @@ func (s *Server) renderMonitor(w http.ResponseWriter, r *http.Request, status in
 	}
 	v.Page = s.page(w, r, "Monitoring", "monitor")
 	s.render(w, r, status, monviews.Overview(v))
+}
+
+// ruleLabels names the rules of a source's open alerts, each once.
+func ruleLabels(rules []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if !seen[r] && r != monitor.RuleEndpointDisabled {
+			seen[r] = true
+			out = append(out, alerts.RuleLabel(r))
+		}
+	}
+	return out
 }
 
 // weightedRate is the duplicate rate of hourly rates weighted by their
@@ -214,7 +227,7 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	}
 	now := time.Now().UTC()
 	c := s.sourceChartRange(ctx, sess.Tenant.ID, src.ID, r.URL.Query(), now)
-	buckets, err := s.Monitor.Stats(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
+	buckets, err := s.Monitor.ChartSeries(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -230,24 +243,19 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	} else {
 		v.Form = rulesFormOf(rules)
 	}
-	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from, To: c.to}
+	// The chart draws its times in the reader's zone.
+	loc := components.Zone(readerZone(ctx))
+	v.Chart = components.ChartData{Title: src.Name + " — " + c.words, Step: c.step, From: c.from.In(loc), To: c.to.In(loc), NoZoom: c.alert != nil}
 	for _, b := range buckets {
-		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates})
+		v.Chart.Points = append(v.Chart.Points, components.ChartPoint{T: b.T, Rate: b.DuplicateRate, Volume: b.Deliveries, Duplicates: b.Duplicates,
+			PeakRate: b.PeakRate, PeakAt: b.PeakAt, Baseline: b.Baseline, Threshold: b.Threshold, HasBaseline: b.HasBaseline})
 		v.Deliveries += b.Deliveries
 		v.Duplicates += b.Duplicates
 		v.Rejected += b.Rejected
 		v.DeadLetters += b.DeadLetters
 		v.ReconcileNew += b.ReconcileNew
 	}
-	// The spike rule's line for the current baseline, and the windows in
-	// which this source's alerts were open.
-	if ov, err := s.Monitor.Overview(ctx, sess.Tenant.ID, now); err == nil {
-		for _, o := range ov {
-			if o.SourceID == src.ID {
-				v.Chart.Threshold = o.Threshold
-			}
-		}
-	}
+	// The windows in which this source's alerts were open.
 	if c.alert != nil {
 		a := *c.alert
 		v.Alert = &monviews.AlertRef{ID: a.ID, Rule: alerts.RuleLabel(a.Rule), FiredAt: a.FiredAt}
@@ -262,10 +270,10 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 	}
 	if list, _, err := s.Monitor.Alerts(ctx, sess.Tenant.ID, monitor.StateAll, "", 200); err == nil {
 		for _, a := range list {
-			if a.SourceID != src.ID || a.Rule != monitor.RuleDuplicateSpike || (c.alert != nil && a.ID == c.alert.ID) {
+			if a.SourceID != src.ID || a.Rule == monitor.RuleEndpointDisabled || (c.alert != nil && a.ID == c.alert.ID) {
 				continue
 			}
-			tr := components.TimeRange{From: a.FiredAt, Label: "Duplicate-rate spike"}
+			tr := components.TimeRange{From: a.FiredAt, Label: alerts.RuleLabel(a.Rule)}
 			if a.ResolvedAt != nil {
 				tr.To = *a.ResolvedAt
 			}
@@ -369,6 +377,8 @@ func ruleSentences(r monitor.Rules) []string {
 	out = append(out, onOff(r.DeadLettersEnabled, fmt.Sprintf("Dead letters: %d or more over %s.", r.DeadLettersMin, durWords(win))))
 	out = append(out, onOff(r.LossEnabled, fmt.Sprintf("Webhook loss: reconcile finds %d or more leads the webhooks never brought, over %s.", r.LossMin, durWords(win))))
 	out = append(out, onOff(r.FailuresEnabled, fmt.Sprintf("Processing failures: %d or more deliveries fail processing, over %s.", r.FailuresMin, durWords(win))))
+	out = append(out, onOff(r.SilenceEnabled, fmt.Sprintf("Source gone quiet: the last hour brings fewer than %g%% of the deliveries this source usually sends at that hour of the week (its last %d weeks; only once it usually sends %d or more an hour).",
+		r.SilenceFraction*100, monitor.SilenceWeeks, monitor.SilenceMinUsual)))
 	if r.Default {
 		out = append(out, "These are the defaults; change them below.")
 	}
@@ -440,6 +450,7 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 		v.Alerts = append(v.Alerts, row)
 	}
 	s.alertTrends(ctx, sess.Tenant.ID, list, v.Alerts, time.Now().UTC())
+	v.Groups = alerts.GroupAlerts(v.Alerts)
 	if next != "" {
 		v.NextHref = "/alerts?state=" + state + "&cursor=" + next
 	}
@@ -459,7 +470,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	bySource := map[string]*series{}
 	for _, a := range list {
-		if now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach { // not about a source
+		if now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach || a.Rule == monitor.RuleSilence { // not about a source's rate
 			continue
 		}
 		from, to := alertZoom(a, now)
@@ -488,7 +499,7 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 	}
 	for i, a := range list {
 		sr := bySource[a.SourceID]
-		if sr == nil || now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach {
+		if sr == nil || now.Sub(a.FiredAt) > maxAge || a.Rule == monitor.RuleEndpointDisabled || a.Rule == monitor.RuleSLABreach || a.Rule == monitor.RuleSilence {
 			continue
 		}
 		from, to := alertZoom(a, now)
@@ -517,6 +528,44 @@ func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
 		state = monitor.StateOpen
 	}
 	s.setFlash(w, r, "Alert acknowledged. It stays open until the source is back to normal.")
+	seeOther(w, r, "/alerts?state="+state)
+}
+
+// uiAckAlerts acknowledges several alerts at once ("Acknowledge all"): each
+// id as POST /alerts/{id}/ack would; acknowledging one twice changes
+// nothing, another tenant's id is not found.
+func (s *Server) uiAckAlerts(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	ids := r.PostForm["id"]
+	if len(ids) > 200 {
+		s.uiError(w, r, apperr.New(apperr.Invalid, "at most 200 alerts at once"))
+		return
+	}
+	for _, id := range ids { // every id first: another tenant's id changes nothing
+		if _, err := s.Monitor.Alert(r.Context(), sess.Tenant.ID, id); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+	}
+	for _, id := range ids {
+		if _, err := s.Monitor.Ack(r.Context(), sess.Tenant.ID, id, sess.User.ID); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+	}
+	state := r.PostFormValue("state")
+	if state != monitor.StateResolved && state != monitor.StateAll {
+		state = monitor.StateOpen
+	}
+	if len(ids) == 1 {
+		s.setFlash(w, r, "Alert acknowledged. It stays open until the source is back to normal.")
+	} else {
+		s.setFlash(w, r, fmt.Sprintf("%d alerts acknowledged. They stay open until their sources are back to normal.", len(ids)))
+	}
 	seeOther(w, r, "/alerts?state="+state)
 }
 

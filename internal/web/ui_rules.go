@@ -21,14 +21,16 @@ func rulesFormOf(r monitor.Rules) monviews.RulesForm {
 		"rejections_factor":    trimFloat(r.RejectionsFactor),
 		"dead_letters_min":     strconv.Itoa(r.DeadLettersMin),
 		"loss_min":             strconv.Itoa(r.LossMin),
+		"silence_percent":      trimFloat(r.SilenceFraction * 100),
 	}, On: map[string]bool{
 		"spike": r.SpikeEnabled, "rejections": r.RejectionsEnabled, "dead_letters": r.DeadLettersEnabled, "loss": r.LossEnabled,
+		"silence": r.SilenceEnabled,
 	}, Errors: map[string]string{}, Default: r.Default}
 	return f
 }
 
 var ruleFields = []string{"window_minutes", "baseline_hours", "spike_factor", "spike_min_points", "spike_min_deliveries",
-	"rejections_min", "rejections_factor", "dead_letters_min", "loss_min"}
+	"rejections_min", "rejections_factor", "dead_letters_min", "loss_min", "silence_percent"}
 
 // rulesFormFromPost reads a submitted form.
 func rulesFormFromPost(v url.Values) monviews.RulesForm {
@@ -36,7 +38,7 @@ func rulesFormFromPost(v url.Values) monviews.RulesForm {
 	for _, k := range ruleFields {
 		f.Values[k] = strings.TrimSpace(v.Get(k))
 	}
-	for _, k := range []string{"spike", "rejections", "dead_letters", "loss"} {
+	for _, k := range []string{"spike", "rejections", "dead_letters", "loss", "silence"} {
 		f.On[k] = v.Get(k+"_enabled") != ""
 	}
 	return f
@@ -71,7 +73,11 @@ func applyRulesForm(f *monviews.RulesForm, cur monitor.Rules) (monitor.Rules, bo
 	r.RejectionsFactor = num("rejections_factor")
 	r.DeadLettersMin = whole("dead_letters_min")
 	r.LossMin = whole("loss_min")
+	if f.Values["silence_percent"] != "" { // a form from before the rule keeps the saved value
+		r.SilenceFraction = num("silence_percent") / 100
+	}
 	r.SpikeEnabled, r.RejectionsEnabled, r.DeadLettersEnabled, r.LossEnabled = f.On["spike"], f.On["rejections"], f.On["dead_letters"], f.On["loss"]
+	r.SilenceEnabled = f.On["silence"]
 	return r, len(f.Errors) == 0
 }
 
@@ -90,6 +96,8 @@ func addRulesErrors(f *monviews.RulesForm, fields map[string]string) {
 			}
 		case "spike_min_points":
 			f.Errors["spike_min_points"] = "Between 0 and 100 points."
+		case "silence_fraction":
+			f.Errors["silence_percent"] = "More than 0 and at most 100 %."
 		default:
 			f.Errors[k] = ruleSentence(msg)
 		}

@@ -32,9 +32,13 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 		return srcviews.ListView{}, err
 	}
 	v := srcviews.ListView{Page: s.page(w, r, "Sources", "sources"), Form: form, Now: time.Now()}
+	health, top := s.sourceHealth(r.Context(), sess.Tenant.ID, v.Now)
+	v.SparkTop = top
 	for _, src := range list {
-		v.Rows = append(v.Rows, srcviews.Row{ID: src.ID, Name: src.Name, Slug: src.Slug, Kind: src.Kind,
-			WebhookURL: s.Sources.WebhookURL(sess.Tenant.Slug, src.Slug), LastDelivery: last[src.ID]})
+		row := srcviews.Row{ID: src.ID, Name: src.Name, Slug: src.Slug, Kind: src.Kind,
+			WebhookURL: s.Sources.WebhookURL(sess.Tenant.Slug, src.Slug), LastDelivery: last[src.ID]}
+		row.Health = health[src.ID]
+		v.Rows = append(v.Rows, row)
 	}
 	if v.Form.Key == "" {
 		v.Form.Key = newFormKey()
@@ -194,7 +198,12 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 		s.uiError(w, r, err)
 		return
 	}
-	ds, err := s.Deliveries.Recent(ctx, sess.Tenant.ID, id, 50)
+	// Ten recent deliveries, filtered: the page leads with what is wrong.
+	filter := r.URL.Query().Get("deliveries")
+	if filter != webhooks.FilterDuplicates && filter != webhooks.FilterFailing {
+		filter = webhooks.FilterAll
+	}
+	ds, err := s.Deliveries.RecentFiltered(ctx, sess.Tenant.ID, id, filter, recentDeliveriesShown)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -211,6 +220,8 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 	if flash != "" {
 		v.Page.Flash = flash
 	}
+	v.DeliveryFilter = filter
+	v.OpenAlerts = s.sourceOpenAlerts(ctx, sess.Tenant.ID, src.ID)
 	if v.Reconcile, err = s.reconcileView(r, src, pull); err != nil {
 		s.uiError(w, r, err)
 		return

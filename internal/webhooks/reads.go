@@ -52,6 +52,35 @@ func (s *Reads) Recent(ctx context.Context, tenantID, sourceID string, limit int
 	return out, err
 }
 
+// Delivery filters of RecentFiltered.
+const (
+	FilterAll        = ""           // every delivery
+	FilterDuplicates = "duplicates" // arrived more than once
+	FilterFailing    = "failing"    // processing reported an error
+)
+
+// RecentFiltered is Recent narrowed by filter (FilterAll, FilterDuplicates
+// or FilterFailing; anything else is FilterAll).
+func (s *Reads) RecentFiltered(ctx context.Context, tenantID, sourceID, filter string, limit int) ([]DeliverySummary, error) {
+	cond := ""
+	switch filter {
+	case FilterDuplicates:
+		cond = " AND d.dup_count > 0"
+	case FilterFailing:
+		cond = " AND d.last_error IS NOT NULL"
+	default:
+		return s.Recent(ctx, tenantID, sourceID, limit)
+	}
+	var out []DeliverySummary
+	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
+			d.attempts, d.last_error, LENGTH(d.payload) AS size,
+			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+		FROM deliveries d
+		WHERE d.tenant_id = ? AND d.source_id = ?`+cond+`
+		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, limit)
+	return out, err
+}
+
 // DuplicatedBetween lists a source's deliveries that arrived again
 // between from and to (their first and last repeat overlap the window),
 // however old the original, newest first: a range on

@@ -12,9 +12,18 @@ import (
 // ChartPoint is one time bucket of a source's delivery counters.
 type ChartPoint struct {
 	T          time.Time // bucket start
-	Rate       float64   // 0..1 duplicate rate
+	Rate       float64   // 0..1 duplicate rate of the whole bucket
 	Volume     int64     // deliveries
 	Duplicates int64
+	// PeakRate is the highest rate of a finer sub-bucket (monitor.ChartBucket);
+	// the chart draws the larger of it and Rate, so a spike inside a long
+	// bucket is never averaged away. 0: unknown.
+	PeakRate float64
+	PeakAt   time.Time // when the peak was measured (zero: the bucket's start)
+	// Baseline and Threshold are the spike rule's usual rate and alert line
+	// at the bucket's end; HasBaseline says Baseline was measured.
+	Baseline, Threshold float64
+	HasBaseline         bool
 }
 
 // TimeRange is a shaded window on a chart, typically an alert that was open.
@@ -25,37 +34,45 @@ type TimeRange struct {
 
 // ChartData is everything RateChart draws. Points should be sorted by T and
 // pre-aggregated by the caller to a sensible number of buckets; more than
-// maxChartBuckets are merged here so the page never explodes.
+// maxChartBuckets are merged here (keeping each group's highest rate).
+// Times are drawn in From's location: pass them in the reader's zone.
 type ChartData struct {
 	Title     string
 	Points    []ChartPoint
-	Threshold float64       // alert threshold rate, 0 = none
+	Threshold float64       // a flat alert line when the points carry none; 0 = none
 	Step      time.Duration // bucket width; inferred from Points when 0
 	From, To  time.Time     // visible period; inferred from Points when zero
-	Highlight []TimeRange   // alert windows, shaded
+	Highlight []TimeRange   // alert windows, shaded behind the data
+	// NoZoom keeps From..To even when the deliveries start late in it.
+	NoZoom bool
 }
 
 const (
 	chartWidth      = 1000 // virtual x units; rendered as percentages so text never scales
-	chartHeight     = 256  // px; y coordinates are real pixels
-	chartPlotTop    = 14   // the alert band sits just above the plot; axis titles are HTML above it
-	chartPlotBottom = chartHeight - 30
+	chartHeight     = 244  // px; y coordinates are real pixels
+	chartPlotTop    = 22   // room for the peak's label above a point near the top
+	chartPlotBottom = 170  // the rate's zero line
+	chartStripTop   = 180  // the volume strip below the rate plot
+	chartStripH     = 34
 	maxChartBuckets = 360
-	minBarPx        = 3 // the least height of a bar with deliveries
-	chartGridLines  = 4 // intervals on both y axes, so they share grid lines
+	chartGridLines  = 4 // used by the duration chart
+	minBarPx        = 3 // the duration chart's least bar height
 )
 
 type chartBucket struct {
 	X, W       float64 // slot position and width, virtual units
-	BarX, BarW float64 // bar inside the slot
-	BarY, BarH float64 // px
 	Volume     int64
 	Duplicates int64
-	Rate       float64
+	Rate       float64 // what the line draws: 0 without deliveries, else the larger of the rate and the peak
+	Baseline   float64
+	Threshold  float64
+	hasBase    bool
 	Title      string // hover text
 	When       string // the bucket's time, for the tooltip
 	RateText   string // "4.1%", or "—" when the bucket has no deliveries
 	Alert      bool   // an alert was open during the bucket
+	peakAt     time.Time
+	peakRate   float64 // the rate peakAt belongs to
 	start, end time.Time
 	hasRate    bool
 }
@@ -63,7 +80,7 @@ type chartBucket struct {
 type chartYTick struct {
 	Y           float64
 	RateLabel   string // "" where the threshold's own label takes the place
-	VolumeLabel string
+	VolumeLabel string // the duration chart's
 }
 
 type chartXTick struct {
@@ -74,8 +91,19 @@ type chartXTick struct {
 }
 
 type chartRect struct {
-	X, W  float64
-	Title string
+	X, W     float64
+	Title    string
+	Label    string // drawn inside the band's top left when it is wide enough
+	LabelX   float64
+	labelEnd float64
+}
+
+// chartPeak is the highest point of the rate line and its label.
+type chartPeak struct {
+	X, Y   float64 // X virtual, Y px
+	Label  string  // "45.1% at 14:32"
+	LabelY float64
+	Anchor string
 }
 
 // chartGeom is the computed drawing of a RateChart: x in virtual units
@@ -83,18 +111,26 @@ type chartRect struct {
 type chartGeom struct {
 	W, H                float64
 	PlotTop, PlotBottom float64
+	StripTop, StripH    float64
 	Empty               bool // no points at all
 	NoVolume            bool // points, but every bucket has zero deliveries
 	Buckets             []chartBucket
-	LinePath            string
+	LinePath            string // the rate, continuous (an empty bucket is 0)
+	AreaPath            string // under the rate line
+	VolumePath          string // the light volume strip
+	ThresholdPath       string // the alert line as it moved
+	BaselinePath        string // the usual rate as it moved
 	YTicks              []chartYTick
 	XTicks              []chartXTick
 	Highlights          []chartRect
 	HasThreshold        bool
-	ThresholdY          float64
-	ThresholdLabel      string // "10%", drawn in the rate gutter
+	ThresholdY          float64 // at the newest bucket, for the gutter label
+	ThresholdLabel      string  // "10%", drawn in the rate gutter
+	Peak                *chartPeak
 	RateMax             float64
 	VolumeMax           int64
+	VolumeLabel         string // the strip's scale, "40 / 5 min"
+	Zoomed              bool   // From was moved to where the deliveries start
 	Summary             string // one line shown above the chart
 	Description         string // full sentence for assistive technology
 	Period              string
@@ -104,11 +140,18 @@ type chartGeom struct {
 
 // chartGeometry computes every coordinate of a RateChart of w virtual units
 // by h pixels. It is a plain function so it can be tested without HTML.
+//
+// One y axis, the duplicate rate from 0 to a little above the larger of the
+// peak and the alert line; the rate is one continuous line (a bucket
+// without deliveries is 0), the volume a light strip below the plot, the
+// alert windows shaded behind the data, the peak labelled.
 func chartGeometry(d ChartData, w, h int) chartGeom {
 	g := chartGeom{
 		W: float64(w), H: float64(h),
 		PlotTop:    chartPlotTop,
 		PlotBottom: float64(h) - (chartHeight - chartPlotBottom),
+		StripTop:   float64(h) - (chartHeight - chartStripTop),
+		StripH:     chartStripH,
 	}
 	if g.PlotBottom <= g.PlotTop+10 {
 		g.PlotBottom = g.PlotTop + 10
@@ -138,10 +181,47 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		to = from.Add(step)
 	}
 	loc := from.Location()
-	span := to.Sub(from)
+	to = to.In(loc)
 	for i := range pts {
 		pts[i].T = pts[i].T.In(loc)
 	}
+
+	// Zoom to the data: when the deliveries start late in the period, the
+	// chart starts a little before them (and before any alert window),
+	// so a spike is not a sliver at the right edge of an empty chart.
+	if !d.NoZoom {
+		first := -1
+		for i, p := range pts {
+			if p.Volume > 0 {
+				first = i
+				break
+			}
+		}
+		if first >= 0 && pts[first].T.Sub(from) > to.Sub(from)/4 {
+			start := pts[first].T
+			for _, r := range d.Highlight {
+				if r.From.After(from) && r.From.Before(start) {
+					start = r.From
+				}
+			}
+			pad := max(3*step, to.Sub(start)/4)
+			nf := start.Add(-pad).Truncate(step)
+			if to.Sub(nf) < 12*step {
+				nf = to.Add(-12 * step).Truncate(step)
+			}
+			if nf.After(from) {
+				from, g.Zoomed = nf.In(loc), true
+				kept := pts[:0]
+				for _, p := range pts {
+					if !p.T.Before(from) {
+						kept = append(kept, p)
+					}
+				}
+				pts = kept
+			}
+		}
+	}
+	span := to.Sub(from)
 	g.Period = formatPeriod(from, to)
 
 	if len(pts) == 0 {
@@ -160,41 +240,39 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 	}
 
 	var maxVol int64
-	maxRate := 0.0
+	maxRate, maxThr := 0.0, 0.0
 	for _, b := range buckets {
 		g.TotalVolume += b.Volume
 		g.TotalDuplicates += b.Duplicates
-		if b.Volume > maxVol {
-			maxVol = b.Volume
+		maxVol = max(maxVol, b.Volume)
+		if b.hasRate {
+			maxRate = math.Max(maxRate, b.Rate)
 		}
-		if b.Volume > 0 && b.Rate > maxRate {
-			maxRate = b.Rate
+		maxThr = math.Max(maxThr, b.Threshold)
+	}
+	if maxThr == 0 && d.Threshold > 0 {
+		maxThr = d.Threshold
+		for i := range buckets {
+			buckets[i].Threshold = d.Threshold
 		}
 	}
 	g.NoVolume = g.TotalVolume == 0
+	g.HasThreshold = maxThr > 0
 
-	rateTop := maxRate
-	if d.Threshold > 0 {
-		rateTop = math.Max(rateTop, d.Threshold*1.25)
-	}
-	g.RateMax = niceCeil(math.Max(rateTop, 0.01)/chartGridLines, false) * chartGridLines
-	if g.RateMax > 1 {
-		g.RateMax = 1
-	}
-	if maxVol == 0 {
-		g.VolumeMax = chartGridLines
-	} else {
-		g.VolumeMax = int64(niceCeil(float64(maxVol)/chartGridLines, true)) * chartGridLines
-	}
-	for i := 0; i <= chartGridLines; i++ {
-		f := float64(i) / chartGridLines
-		t := chartYTick{Y: g.PlotBottom - f*plotH}
-		if i == 0 || !g.NoVolume { // with nothing to measure only the baseline is labelled
-			t.RateLabel = formatPercent(f * g.RateMax)
-			t.VolumeLabel = formatCompact(int64(math.Round(f * float64(g.VolumeMax))))
+	// The rate axis: 0 to a little above the larger of the peak and the
+	// alert line, at a round tick.
+	var tick float64
+	g.RateMax, tick = rateAxis(math.Max(maxRate, maxThr) * 1.1)
+	for v := 0.0; v <= g.RateMax*(1-0.06); v += tick { // no tick crowding the top edge
+		g.YTicks = append(g.YTicks, chartYTick{Y: g.PlotBottom - v/g.RateMax*plotH, RateLabel: formatPercent(math.Round(v*1e6) / 1e6)})
+		if g.NoVolume {
+			break // with nothing to measure only the zero line is labelled
 		}
-		g.YTicks = append(g.YTicks, t)
 	}
+	rateY := func(r float64) float64 { return g.PlotBottom - clamp(r/g.RateMax, 0, 1)*plotH }
+
+	g.VolumeMax = max(maxVol, 1)
+	g.VolumeLabel = formatCompact(maxVol) + " / " + stepWords(bstep)
 
 	// Alert windows.
 	for _, r := range d.Highlight {
@@ -210,24 +288,16 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		if label == "" {
 			label = "Alert open"
 		}
-		g.Highlights = append(g.Highlights, chartRect{
-			X: x0, W: math.Max(x1-x0, 1),
-			Title: label + " " + formatBucketTime(r.From, span, step) + "–" + formatBucketTime(r.To, span, step),
-		})
+		cr := chartRect{X: x0, W: math.Max(x1-x0, 2),
+			Title: label + " " + formatBucketTime(r.From, span, step) + "–" + formatBucketTime(r.To, span, step)}
+		if x1-x0 >= 0.12*g.W {
+			cr.Label, cr.LabelX = "alert open", x0+4
+		}
+		cr.labelEnd = x1
+		g.Highlights = append(g.Highlights, cr)
 	}
 
-	// Bars and hover titles.
-	slotW := float64(bstep) / float64(span) * g.W
-	// The UI asks for at most about 60 buckets (web.chartStep) so that a bar
-	// stays at least minBarPx wide on a 390 px phone; callers that pass
-	// more get thinner gaps first.
-	fill := 0.8
-	switch n := len(buckets); {
-	case n > 200:
-		fill = 1
-	case n > 60:
-		fill = 0.9
-	}
+	// Buckets: hover targets and the paths' points.
 	for i := range buckets {
 		b := &buckets[i]
 		if !b.end.After(from) || !b.start.Before(to) {
@@ -235,18 +305,10 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		}
 		x0, x1 := xOf(b.start), xOf(b.end)
 		b.X, b.W = x0, x1-x0
-		bw := math.Min(slotW, b.W) * fill
-		b.BarX = x0 + (b.W-bw)/2
-		b.BarW = bw
-		b.BarH = float64(b.Volume) / float64(g.VolumeMax) * plotH
-		if b.Volume > 0 && b.BarH < minBarPx {
-			b.BarH = minBarPx // a bucket with deliveries is always visible
-		}
-		b.BarY = g.PlotBottom - b.BarH
 		when := formatBucketTime(b.start, span, step)
-		if merged {
+		if merged || bstep >= time.Hour || span > 26*time.Hour {
 			end := formatBucketTime(b.end, span, step)
-			if y1, m1, d1 := b.start.Date(); span > 26*time.Hour && step < 24*time.Hour {
+			if y1, m1, d1 := b.start.Date(); span > 26*time.Hour && bstep < 24*time.Hour {
 				if y2, m2, d2 := b.end.Date(); y1 == y2 && m1 == m2 && d1 == d2 {
 					end = b.end.Format("15:04")
 				}
@@ -259,8 +321,8 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 			b.RateText = formatPercent1(b.Rate)
 		}
 		b.Title = when + " — " + bucketText(b.Volume, b.Duplicates, b.Rate)
-		if d.Threshold > 0 && b.Volume > 0 && b.Rate >= d.Threshold {
-			b.Title += " · above threshold"
+		if b.Threshold > 0 && b.Volume > 0 && b.Rate >= b.Threshold {
+			b.Title += " · above the alert line"
 		}
 		for _, r := range d.Highlight {
 			end := r.To
@@ -276,34 +338,59 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		g.Buckets = append(g.Buckets, *b)
 	}
 
-	// Rate line: connect neighbouring buckets that have deliveries; a bucket
-	// without deliveries has no rate, so the line breaks there.
-	var sb strings.Builder
-	rateY := func(r float64) float64 { return g.PlotBottom - clamp(r/g.RateMax, 0, 1)*plotH }
+	// The rate: one continuous line through the buckets' middles, from the
+	// first bucket's left edge to the last one's right edge.
+	var line, area, vol, thr, base strings.Builder
+	stripBottom := g.StripTop + g.StripH
 	for i, b := range g.Buckets {
-		if !b.hasRate {
-			continue
-		}
 		cx, y := b.X+b.W/2, rateY(b.Rate)
-		prevOK := i > 0 && g.Buckets[i-1].hasRate && !g.Buckets[i-1].end.Before(b.start)
-		nextOK := i+1 < len(g.Buckets) && g.Buckets[i+1].hasRate && !b.end.Before(g.Buckets[i+1].start)
-		switch {
-		case prevOK:
-			fmt.Fprintf(&sb, "L%s %s", num(cx), num(y))
-		case nextOK:
-			fmt.Fprintf(&sb, "M%s %s", num(cx), num(y))
-		default: // isolated bucket: a short level segment across its slot
-			fmt.Fprintf(&sb, "M%s %sL%s %s", num(b.BarX), num(y), num(b.BarX+math.Max(b.BarW, 2)), num(y))
+		vy := stripBottom - float64(b.Volume)/float64(g.VolumeMax)*g.StripH
+		if i == 0 {
+			fmt.Fprintf(&line, "M%s %s", num(b.X), num(y))
+			fmt.Fprintf(&area, "M%s %sL%s %s", num(b.X), num(g.PlotBottom), num(b.X), num(y))
+			fmt.Fprintf(&vol, "M%s %s", num(b.X), num(stripBottom))
+		}
+		fmt.Fprintf(&line, "L%s %s", num(cx), num(y))
+		fmt.Fprintf(&area, "L%s %s", num(cx), num(y))
+		// The volume strip is a step area: each bucket level across its slot.
+		fmt.Fprintf(&vol, "L%s %sL%s %s", num(b.X), num(vy), num(b.X+b.W), num(vy))
+		if i == len(g.Buckets)-1 {
+			fmt.Fprintf(&line, "L%s %s", num(b.X+b.W), num(y))
+			fmt.Fprintf(&area, "L%s %sL%s %sZ", num(b.X+b.W), num(y), num(b.X+b.W), num(g.PlotBottom))
+			fmt.Fprintf(&vol, "L%s %sZ", num(b.X+b.W), num(stripBottom))
+		}
+		// The alert line and the baseline move with the baseline: a level
+		// across each bucket, joined to the next.
+		if b.Threshold > 0 {
+			cmd := "L"
+			if i == 0 || g.Buckets[i-1].Threshold <= 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&thr, "%s%s %sH%s", cmd, num(b.X), num(rateY(b.Threshold)), num(b.X+b.W))
+		}
+		if b.hasBase {
+			cmd := "L"
+			if i == 0 || !g.Buckets[i-1].hasBase {
+				cmd = "M"
+			}
+			fmt.Fprintf(&base, "%s%s %sH%s", cmd, num(b.X), num(rateY(b.Baseline)), num(b.X+b.W))
 		}
 	}
-	g.LinePath = sb.String()
+	g.LinePath, g.AreaPath, g.VolumePath = line.String(), area.String(), vol.String()
+	g.ThresholdPath, g.BaselinePath = thr.String(), base.String()
+	if g.NoVolume {
+		g.AreaPath, g.LinePath = "", "" // nothing measured: no line at 0
+	}
 
-	if d.Threshold > 0 {
-		g.HasThreshold = true
-		g.ThresholdY = rateY(d.Threshold)
-		g.ThresholdLabel = formatPercent(d.Threshold)
-		// The threshold is labelled on the rate axis, in its colour; a grid
-		// label it would overlap gives way.
+	if g.HasThreshold && len(g.Buckets) > 0 {
+		last := g.Buckets[len(g.Buckets)-1].Threshold
+		if last <= 0 {
+			last = maxThr
+		}
+		g.ThresholdY = rateY(last)
+		g.ThresholdLabel = formatPercent(math.Round(last*1000) / 1000)
+		// The alert line is labelled on the rate axis, in its colour; a
+		// grid label it would overlap gives way.
 		for i := range g.YTicks {
 			if math.Abs(g.YTicks[i].Y-g.ThresholdY) < 13 {
 				g.YTicks[i].RateLabel = ""
@@ -313,6 +400,46 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 
 	g.XTicks = timeTicks(from, to, loc, g.W)
 
+	// The peak, labelled with its value and time.
+	var peak *chartBucket
+	above := 0
+	for i := range g.Buckets {
+		b := &g.Buckets[i]
+		if b.hasRate && b.Rate > 0 && (peak == nil || b.Rate > peak.Rate) {
+			peak = b
+		}
+		if b.Threshold > 0 && b.hasRate && b.Rate >= b.Threshold {
+			above++
+		}
+	}
+	if peak != nil {
+		p := &chartPeak{X: peak.X + peak.W/2, Y: rateY(peak.Rate)}
+		at := peak.start
+		if !peak.peakAt.IsZero() && peak.Rate == peak.peakRate {
+			at = peak.peakAt.In(loc)
+		}
+		p.Label = formatPercent1(peak.Rate) + " at " + peakTime(at, span)
+		p.LabelY = p.Y - 9
+		if p.LabelY < 12 {
+			p.LabelY = p.Y + 18
+		}
+		p.Anchor = "middle"
+		switch {
+		case p.X < 0.15*g.W:
+			p.Anchor = "start"
+		case p.X > 0.85*g.W:
+			p.Anchor = "end"
+		}
+		g.Peak = p
+		// The peak's label wins over an alert band's: the band keeps its
+		// shading and its hover title.
+		for i := range g.Highlights {
+			if h := &g.Highlights[i]; h.Label != "" && p.X > h.LabelX-0.3*g.W && p.X < h.labelEnd+0.3*g.W {
+				h.Label = ""
+			}
+		}
+	}
+
 	// Words.
 	overall := 0.0
 	if g.TotalVolume > 0 {
@@ -321,31 +448,71 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 	if g.NoVolume {
 		g.Summary = "No deliveries"
 		g.Description = "No deliveries between " + g.Period + "."
+		g.Peak = nil
 	} else {
-		peak := chartBucket{}
-		above := 0
-		for _, b := range g.Buckets {
-			if b.hasRate && (b.Rate > peak.Rate || peak.start.IsZero()) {
-				peak = b
-			}
-			if d.Threshold > 0 && b.hasRate && b.Rate >= d.Threshold {
-				above++
-			}
-		}
 		vol, dups := countOf(g.TotalVolume, "delivery", "deliveries"), countOf(g.TotalDuplicates, "duplicate", "duplicates")
-		g.Summary = fmt.Sprintf("%s · %s · %s overall · peak %s", vol, dups, formatPercent1(overall), formatPercent1(peak.Rate))
-		g.Description = fmt.Sprintf("Duplicate rate and delivery volume, %s: %s, %s (%s overall); highest rate %s at %s.",
-			g.Period, vol, dups, formatPercent1(overall),
-			formatPercent1(peak.Rate), formatBucketTime(peak.start, span, step))
-		if d.Threshold > 0 {
-			g.Description += fmt.Sprintf(" Alert threshold %s, reached in %d of %d buckets.",
-				formatPercent(d.Threshold), above, len(g.Buckets))
+		g.Summary = fmt.Sprintf("%s · %s · %s overall", vol, dups, formatPercent1(overall))
+		g.Description = fmt.Sprintf("Duplicate rate and delivery volume, %s: %s, %s (%s overall)", g.Period, vol, dups, formatPercent1(overall))
+		if g.Peak != nil {
+			g.Summary += " · peak " + g.Peak.Label
+			g.Description += "; highest rate " + g.Peak.Label
+		}
+		g.Description += "."
+		if g.HasThreshold {
+			g.Description += fmt.Sprintf(" Alert line now %s, reached in %d of %d buckets.", g.ThresholdLabel, above, len(g.Buckets))
 		}
 		if n := len(g.Highlights); n > 0 {
 			g.Description += " " + countOf(int64(n), "alert window", "alert windows") + " shaded."
 		}
 	}
+	if g.Zoomed {
+		g.Summary += " · zoomed to the deliveries, from " + formatBucketTime(from, span, step)
+	}
 	return g
+}
+
+// rateAxis returns the axis top for a rate axis reaching v (the top is v
+// itself, so the peak is drawn near the top whatever its value) and the
+// grid tick: the smallest of 1, 2, 2.5 or 5 × 10^k that draws at most six
+// intervals below it.
+func rateAxis(v float64) (top, tick float64) {
+	v = clamp(v, 0.01, 1)
+	for exp := -4.0; exp <= 0; exp++ {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			if t := m * math.Pow(10, exp); v/t <= 6 {
+				return v, t
+			}
+		}
+	}
+	return v, 0.2
+}
+
+// stepWords is a bucket width in words: "1 min", "30 min", "4 h", "1 day".
+func stepWords(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		if d == 24*time.Hour {
+			return "day"
+		}
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d >= time.Hour && d%time.Hour == 0:
+		if d == time.Hour {
+			return "hour"
+		}
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d == time.Minute:
+		return "min"
+	}
+	return fmt.Sprintf("%d min", d/time.Minute)
+}
+
+// peakTime is the peak's time for its label: the clock within a day, with
+// the weekday beyond.
+func peakTime(t time.Time, span time.Duration) string {
+	if span <= 26*time.Hour {
+		return t.Format("15:04")
+	}
+	return t.Format("Mon 15:04")
 }
 
 // inferStep guesses the bucket width: the smallest gap between points, or
@@ -370,37 +537,54 @@ func inferStep(pts []ChartPoint, from, to time.Time) time.Duration {
 }
 
 // mergeBuckets turns points into buckets, merging groups of k consecutive
-// points when there are more than maxChartBuckets. The merged rate is the
-// duplicate count over the delivery count, not an average of rates.
+// points when there are more than maxChartBuckets. A bucket's rate is the
+// highest of its whole rate, its points' rates (with at least
+// minPeakVolume deliveries) and their peaks: a spike never averages away.
+// The baseline and threshold are the group's last.
 func mergeBuckets(pts []ChartPoint, step time.Duration) ([]chartBucket, time.Duration) {
 	k := 1
 	if len(pts) > maxChartBuckets {
 		k = (len(pts) + maxChartBuckets - 1) / maxChartBuckets
 	}
+	ok := func(r float64) float64 {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return 0
+		}
+		return clamp(r, 0, 1)
+	}
 	out := make([]chartBucket, 0, (len(pts)+k-1)/k)
 	for i := 0; i < len(pts); i += k {
 		j := min(i+k, len(pts))
 		b := chartBucket{start: pts[i].T, end: pts[j-1].T.Add(step)}
-		rateSum, rateN := 0.0, 0
+		rate := 0.0
 		for _, p := range pts[i:j] {
 			b.Volume += max(p.Volume, 0)
 			b.Duplicates += max(p.Duplicates, 0)
-			if r := p.Rate; !math.IsNaN(r) && !math.IsInf(r, 0) && p.Volume > 0 {
-				rateSum += clamp(r, 0, 1)
-				rateN++
+			if p.Volume > 0 {
+				if pr := ok(p.PeakRate); pr > rate {
+					rate, b.peakAt = pr, p.PeakAt
+				}
+				if r := ok(p.Rate); (k == 1 || p.Volume >= minPeakVolume) && r > rate {
+					rate, b.peakAt = r, p.T
+				}
 			}
+			b.Threshold, b.Baseline, b.hasBase = ok(p.Threshold), ok(p.Baseline), p.HasBaseline
 		}
-		switch {
-		case b.Volume > 0 && (b.Duplicates > 0 || rateN == 0):
-			b.Rate = clamp(float64(b.Duplicates)/float64(b.Volume), 0, 1)
-		case rateN > 0:
-			b.Rate = rateSum / float64(rateN)
+		if b.Volume > 0 {
+			b.peakRate = rate
+			if b.Duplicates > 0 || rate == 0 {
+				rate = math.Max(rate, clamp(float64(b.Duplicates)/float64(b.Volume), 0, 1))
+			}
+			b.Rate, b.hasRate = rate, true
 		}
-		b.hasRate = b.Volume > 0
 		out = append(out, b)
 	}
 	return out, step * time.Duration(k)
 }
+
+// minPeakVolume is the least volume a merged point needs for its own rate
+// to count as its group's peak (as monitor.PeakMinDeliveries).
+const minPeakVolume = 5
 
 // timeTicks places x-axis labels at round times suited to the span:
 // HH:MM within a day or so, "Mon 02" within ten days, "Jan 02" beyond.

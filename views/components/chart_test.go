@@ -2,6 +2,7 @@ package components
 
 import (
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,8 +32,11 @@ func TestRateChartBarsThresholdAndTitles(t *testing.T) {
 		From: chartStart, To: chartStart.Add(24 * time.Hour),
 		Highlight: []TimeRange{{From: chartStart.Add(5 * time.Hour), To: chartStart.Add(7 * time.Hour)}},
 	}))
-	if n := doc.Find(`[data-testid="chart-bar"]`).Length(); n != 24 {
-		t.Fatalf("%d bars, want 24", n)
+	if n := doc.Find(`[data-testid="chart-bucket"]`).Length(); n != 24 {
+		t.Fatalf("%d buckets, want 24", n)
+	}
+	if n := doc.Find(`[data-testid="chart-bar"]`).Length(); n != 0 {
+		t.Fatalf("%d bars: the volume is a strip, not bars", n)
 	}
 	if n := doc.Find(`[data-testid="chart-threshold"]`).Length(); n != 1 {
 		t.Fatalf("%d threshold lines", n)
@@ -50,7 +54,7 @@ func TestRateChartBarsThresholdAndTitles(t *testing.T) {
 	if titles.Length() != 24 {
 		t.Fatalf("%d bucket titles", titles.Length())
 	}
-	if got := titles.Eq(3).Text(); got != "17:00 — 312 deliveries, 9 duplicates (2.9%)" {
+	if got := titles.Eq(3).Text(); got != "17:00–18:00 — 312 deliveries, 9 duplicates (2.9%)" {
 		t.Fatalf("bucket title = %q", got)
 	}
 	if !strings.Contains(titles.Eq(5).Text(), "alert open") {
@@ -60,11 +64,11 @@ func TestRateChartBarsThresholdAndTitles(t *testing.T) {
 	if svg.AttrOr("role", "") != "group" || !strings.Contains(svg.AttrOr("aria-label", ""), "deliveries") {
 		t.Fatalf("svg not labelled: %q", svg.AttrOr("aria-label", ""))
 	}
-	if !strings.Contains(doc.Find("svg.chart-svg > desc").Text(), "threshold 5%") {
+	if !strings.Contains(doc.Find("svg.chart-svg > desc").Text(), "Alert line now 5%") {
 		t.Fatalf("desc lacks threshold: %q", doc.Find("desc").Text())
 	}
 	if doc.Find(`[data-testid="chart-legend"] li`).Length() != 4 {
-		t.Fatal("legend should list bars, line, threshold and alert window")
+		t.Fatal("legend should list the line, the volume strip, the alert line and the alert window")
 	}
 	if !strings.HasSuffix(doc.Find(`[data-testid="chart-rate-tick"]`).Last().Text(), "%") {
 		t.Fatal("rate ticks lack units")
@@ -126,8 +130,8 @@ func TestRateChartNoThreshold(t *testing.T) {
 	if doc.Find(`[data-testid="chart-threshold"]`).Length() != 0 {
 		t.Fatal("threshold line drawn without a threshold")
 	}
-	if doc.Find(`[data-testid="chart-bar"]`).Length() != 10 {
-		t.Fatal("bars")
+	if doc.Find(`[data-testid="chart-bucket"]`).Length() != 10 {
+		t.Fatal("buckets")
 	}
 }
 
@@ -164,9 +168,9 @@ func TestRateChartManyPoints(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("rendering took %v", el)
 	}
-	n := doc.Find(`[data-testid="chart-bar"]`).Length()
+	n := doc.Find(`[data-testid="chart-bucket"]`).Length()
 	if n == 0 || n > maxChartBuckets {
-		t.Fatalf("%d bars, want 1..%d", n, maxChartBuckets)
+		t.Fatalf("%d buckets, want 1..%d", n, maxChartBuckets)
 	}
 	if len(html) > 400_000 {
 		t.Fatalf("chart is %d bytes", len(html))
@@ -233,39 +237,32 @@ func TestTimeTickFormats(t *testing.T) {
 
 func TestChartGeometry(t *testing.T) {
 	pts := points(12, time.Hour, func(i int) (int64, int64) { return 100, 2 })
-	// a gap with no deliveries in the middle breaks the line
+	// a bucket with no deliveries is a rate of 0: the line goes on through it
 	pts[5].Volume, pts[5].Duplicates, pts[5].Rate = 0, 0, 0
-	// and an isolated bucket at the end
 	pts[10].Volume, pts[10].Duplicates, pts[10].Rate = 0, 0, 0
-	g := chartGeometry(ChartData{Points: pts, Step: time.Hour, Threshold: 0.3}, 1000, 256)
-	if got := strings.Count(g.LinePath, "M"); got != 3 {
-		t.Fatalf("line has %d segments, want 3: %s", got, g.LinePath)
+	g := chartGeometry(ChartData{Points: pts, Step: time.Hour, Threshold: 0.3}, 1000, chartHeight)
+	if got := strings.Count(g.LinePath, "M"); got != 1 {
+		t.Fatalf("line has %d segments, want one continuous line: %s", got, g.LinePath)
 	}
 	if len(g.Buckets) != 12 {
 		t.Fatalf("%d buckets", len(g.Buckets))
 	}
-	if g.RateMax < 0.3 {
-		t.Fatalf("rate axis %v does not include the threshold", g.RateMax)
+	if g.RateMax < 0.3 || g.RateMax > 0.4 {
+		t.Fatalf("rate axis %v: want a little above the alert line 0.3", g.RateMax)
 	}
 	if g.ThresholdY < g.PlotTop || g.ThresholdY > g.PlotBottom {
 		t.Fatalf("threshold y %v outside plot", g.ThresholdY)
 	}
 	for i, b := range g.Buckets {
-		if b.BarY+b.BarH > g.PlotBottom+0.01 || b.BarY < g.PlotTop-0.01 {
-			t.Fatalf("bar %d outside plot: %+v", i, b)
-		}
 		if b.X < 0 || b.X+b.W > 1000.01 {
 			t.Fatalf("bucket %d outside width: %+v", i, b)
 		}
 	}
-	if g.Buckets[5].BarH != 0 {
-		t.Fatal("zero-volume bucket has a bar")
+	if g.Buckets[5].Rate != 0 || g.Buckets[5].RateText != "—" {
+		t.Fatalf("empty bucket %+v", g.Buckets[5])
 	}
-	if g.VolumeMax < 100 || g.VolumeMax%chartGridLines != 0 {
-		t.Fatalf("volume axis max %d", g.VolumeMax)
-	}
-	if len(g.YTicks) != chartGridLines+1 || g.YTicks[len(g.YTicks)-1].VolumeLabel != formatCompact(g.VolumeMax) {
-		t.Fatalf("y ticks %+v", g.YTicks)
+	if g.VolumeMax != 100 || g.StripTop <= g.PlotBottom {
+		t.Fatalf("volume strip max %d at %v below a plot ending at %v", g.VolumeMax, g.StripTop, g.PlotBottom)
 	}
 
 	t.Run("inferred step and period", func(t *testing.T) {
@@ -286,7 +283,7 @@ func TestChartGeometry(t *testing.T) {
 			t.Fatalf("buckets %+v", g.Buckets)
 		}
 		for _, b := range g.Buckets {
-			if b.Rate < 0 || b.Rate > 1 || math.IsNaN(b.BarH) {
+			if b.Rate < 0 || b.Rate > 1 || math.IsNaN(b.Rate) {
 				t.Fatalf("bad bucket %+v", b)
 			}
 		}
@@ -362,5 +359,71 @@ func TestSightingsText(t *testing.T) {
 		if got := SightingsText(c.d, c.r); got != c.want {
 			t.Errorf("SightingsText(%d, %d) = %q, want %q", c.d, c.r, got, c.want)
 		}
+	}
+}
+
+// A source whose deliveries start late in the period (a new source's first
+// burst): the chart zooms to the deliveries, so the spike is not a sliver
+// at the right edge of an empty hour, and says so.
+func TestRateChartZoomsToTheData(t *testing.T) {
+	pts := points(60, time.Minute, func(i int) (int64, int64) {
+		if i < 55 {
+			return 0, 0
+		}
+		return 60, 48 // 80 % duplicates in the last five minutes
+	})
+	g := chartGeometry(ChartData{Points: pts, Step: time.Minute, From: chartStart, To: chartStart.Add(time.Hour)}, chartWidth, chartHeight)
+	if !g.Zoomed || len(g.Buckets) > 20 || len(g.Buckets) < 12 {
+		t.Fatalf("zoomed %v to %d buckets", g.Zoomed, len(g.Buckets))
+	}
+	spikeX := g.Buckets[len(g.Buckets)-5].X
+	if spikeX > 0.75*g.W {
+		t.Fatalf("the spike starts at %.0f of %.0f: still squeezed at the right edge", spikeX, g.W)
+	}
+	if !strings.Contains(g.Summary, "zoomed") {
+		t.Fatalf("summary %q does not say it zoomed", g.Summary)
+	}
+	if g.Peak == nil || g.Peak.Label != "80.0% at 14:55" {
+		t.Fatalf("peak %+v", g.Peak)
+	}
+	if h := (g.PlotBottom - g.Peak.Y) / (g.PlotBottom - g.PlotTop); h < 0.85 {
+		t.Fatalf("peak at %.2f of the plot height", h)
+	}
+	// NoZoom (an alert's window) keeps the period.
+	if g := chartGeometry(ChartData{Points: pts, Step: time.Minute, From: chartStart, To: chartStart.Add(time.Hour), NoZoom: true}, chartWidth, chartHeight); g.Zoomed || len(g.Buckets) != 60 {
+		t.Fatalf("NoZoom: zoomed %v, %d buckets", g.Zoomed, len(g.Buckets))
+	}
+}
+
+// The alert line and the usual rate are drawn as they moved: a path with a
+// level per bucket, not one flat line; merged buckets keep their highest
+// rate, so 8,640 five-minute buckets with one 45 % bucket still peak at 45 %.
+func TestRateChartMovingThresholdAndMaxMerge(t *testing.T) {
+	pts := points(24, time.Hour, func(i int) (int64, int64) { return 100, 5 })
+	for i := range pts {
+		pts[i].Baseline, pts[i].HasBaseline = 0.02+0.001*float64(i), true
+		pts[i].Threshold = pts[i].Baseline + 0.10
+	}
+	g := chartGeometry(ChartData{Points: pts, Step: time.Hour}, chartWidth, chartHeight)
+	ys := map[string]bool{}
+	for _, m := range regexp.MustCompile(`[ML][-\d.]+ ([-\d.]+)H`).FindAllStringSubmatch(g.ThresholdPath, -1) {
+		ys[m[1]] = true
+	}
+	if len(ys) < 10 {
+		t.Fatalf("the alert line has %d levels, want it to move with the baseline: %s", len(ys), g.ThresholdPath)
+	}
+	if g.BaselinePath == "" || g.ThresholdLabel != "14.3%" {
+		t.Fatalf("baseline %q, threshold label %q", g.BaselinePath, g.ThresholdLabel)
+	}
+
+	month := points(8640, 5*time.Minute, func(i int) (int64, int64) {
+		if i == 4000 {
+			return 100, 45
+		}
+		return 100, 5
+	})
+	g = chartGeometry(ChartData{Points: month, Step: 5 * time.Minute}, chartWidth, chartHeight)
+	if g.Peak == nil || !strings.HasPrefix(g.Peak.Label, "45.0%") {
+		t.Fatalf("merged peak %+v", g.Peak)
 	}
 }

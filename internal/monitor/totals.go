@@ -1,0 +1,23 @@
+package monitor
+
+import (
+	"context"
+	"time"
+)
+
+// Totals are a source's deliveries and duplicates over a period.
+type Totals struct{ Deliveries, Duplicates int64 }
+
+// Totals sums the deliveries and duplicates of the given sources over
+// [from, to) (minute-aligned; whole hours from the hourly table).
+func (s *Service) Totals(ctx context.Context, tenantID string, sourceIDs []string, from, to time.Time) (map[string]Totals, error) {
+	sums, err := sumRange(ctx, s.DB, tenantID, sourceIDs, from.UTC().Truncate(time.Minute), to.UTC().Truncate(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Totals, len(sums))
+	for id, c := range sums {
+		out[id] = Totals{Deliveries: c[iDeliveries], Duplicates: c[iDuplicates]}
+	}
+	return out, nil
+}
