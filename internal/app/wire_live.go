@@ -23,8 +23,8 @@ func (a *App) startLive() {
 func (a *App) liveLeads() leads.Option {
 	pub := a.Live
 	return func(s *leads.Service) {
-		s.Changed = func(tenantID, change string, l leads.Lead) {
-			ev := live.Event{Type: live.Created, LeadID: l.ID, Name: cmp.Or(l.Name, l.Email, l.Company, l.Phone)}
+		s.Changed = func(tenantID, change string, l leads.Lead, by string) {
+			ev := live.Event{Type: live.Created, LeadID: l.ID, By: by, Name: cmp.Or(l.Name, l.Email, l.Company, l.Phone)}
 			if change == leads.ChangeReassigned {
 				ev.Type = live.Reassigned
 			}

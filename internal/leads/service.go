@@ -52,10 +52,11 @@ type Service struct {
 	// area's outbox); nil: none.
 	Events Emitter
 
-	// Changed is told, after the commit, of a lead a person created or
-	// gave a new owner (ChangeCreated, ChangeReassigned; the live inbox
-	// publishes them). It must not block. nil: nobody.
-	Changed func(tenantID, change string, l Lead)
+	// Changed is told, after the commit, of a lead a person (by: their
+	// user id, "" for a token) created or gave a new owner (ChangeCreated,
+	// ChangeReassigned; the live inbox publishes them). It must not block.
+	// nil: nobody.
+	Changed func(tenantID, change string, l Lead, by string)
 }
 
 // Changes Service.Changed is told of.
@@ -64,9 +65,9 @@ const (
 	ChangeReassigned = "reassigned"
 )
 
-func (s *Service) changed(tenantID, change string, l Lead) {
+func (s *Service) changed(tenantID, change string, l Lead, by tenants.Principal) {
 	if s.Changed != nil {
-		s.Changed(tenantID, change, l)
+		s.Changed(tenantID, change, l, by.UserID)
 	}
 }
 
@@ -240,7 +241,7 @@ func (s *Service) Create(ctx context.Context, tenantID string, actor tenants.Pri
 		return s.create(ctx, tx, tenantID, actor, in)
 	})
 	if err == nil && l.ID != "" {
-		s.changed(tenantID, ChangeCreated, l)
+		s.changed(tenantID, ChangeCreated, l, actor)
 	}
 	return l, err
 }
@@ -317,7 +318,7 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.
 		return Lead{}, apperr.New(apperr.Conflict, "the lead is being edited by others right now, retry")
 	}
 	if err == nil && out.OwnerID != nil && !sameOwner(out.OwnerID, prevOwner) {
-		s.changed(tenantID, ChangeReassigned, out)
+		s.changed(tenantID, ChangeReassigned, out, actor)
 	}
 	return out, err
 }

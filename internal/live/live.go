@@ -28,6 +28,7 @@ type Event struct {
 	LeadID  string    `json:"lead_id"`
 	OwnerID string    `json:"owner_id,omitempty"`
 	Name    string    `json:"name,omitempty"` // the lead's display name, for a notification
+	By      string    `json:"by,omitempty"`   // the user who made the change ("" for the ingest or a token)
 	At      time.Time `json:"at"`
 }
 
