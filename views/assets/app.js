@@ -782,13 +782,17 @@
       var sel = curBar().getAttribute("data-live-target");
       var target = document.querySelector(sel);
       if (!target || !window.htmx) { location.reload(); return; }
-      htmx.ajax("GET", location.pathname + location.search, { target: sel, select: sel, swap: "outerHTML" });
+      htmx.ajax("GET", location.pathname + location.search, { target: sel, select: sel, swap: "outerHTML ignoreTitle:true" });
     }
     // Any list swap (Show, a filter, a move on the board) brings the list
     // up to date.
-    document.addEventListener("htmx:afterSwap", function () {
+    // htmx sets the title from the response after the swap: the count
+    // goes back on once the swap settled.
+    document.addEventListener("htmx:afterSwap", markRows);
+    document.addEventListener("htmx:afterSettle", function () {
       pending = 0; missed = false; markRows();
       if (shown) { shown = false; fresh = {}; freshN = 0; }
+      baseTitle = document.title.replace(/^\(\d+\) /, "");
       render();
     });
     // A click or key in a visible tab means the user has seen the count.
