@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,7 +30,7 @@ type Hub struct {
 
 	Ring      int
 	Keep      time.Duration
-	Heartbeat time.Duration
+	heartbeat atomic.Int64 // nanoseconds (SetHeartbeat)
 
 	startMu sync.Mutex
 	ps      *redis.PubSub
@@ -58,9 +59,18 @@ type Sub struct {
 
 // NewHub returns a hub on rdb; nothing connects until the first Subscribe.
 func NewHub(rdb redis.UniversalClient, log *slog.Logger) *Hub {
-	return &Hub{rdb: rdb, log: log, Ring: DefaultRing, Keep: DefaultKeep, Heartbeat: DefaultHeartbeat,
-		tenants: map[string]*tenantState{}}
+	h := &Hub{rdb: rdb, log: log, Ring: DefaultRing, Keep: DefaultKeep, tenants: map[string]*tenantState{}}
+	h.heartbeat.Store(int64(DefaultHeartbeat))
+	return h
 }
+
+// SetHeartbeat changes how often an idle stream sends a comment line
+// (tests shorten it); streams opened later use it.
+func (h *Hub) SetHeartbeat(d time.Duration) { h.heartbeat.Store(int64(d)) }
+
+// Heartbeat is how often an idle stream sends a comment line, so that
+// proxies and load balancers do not close it as idle.
+func (h *Hub) Heartbeat() time.Duration { return time.Duration(h.heartbeat.Load()) }
 
 // start subscribes to every tenant's channel once, waiting for Redis to
 // confirm, so an event published after the first Subscribe returned is

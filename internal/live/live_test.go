@@ -1,14 +1,10 @@
 package live_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,200 +27,123 @@ func redisClient(t testing.TB) redis.UniversalClient {
 	return c
 }
 
-type env struct {
-	hub *live.Hub
-	pub *live.Publisher
-	srv *httptest.Server
-}
-
-// newEnv serves the hub with the tenant taken from a header: in the
-// product it comes from the session (internal/web, uiEvents).
-func newEnv(t *testing.T, heartbeat time.Duration) *env {
+func newHub(t *testing.T) (*live.Hub, *live.Publisher) {
 	rdb := redisClient(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := &env{hub: live.NewHub(rdb, log), pub: live.NewPublisher(rdb, log)}
-	e.hub.Heartbeat = heartbeat
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.hub.Serve(w, r, r.Header.Get("X-Tenant"), nil)
-	}))
-	t.Cleanup(func() { e.srv.Close(); e.hub.Close(); e.pub.Close() })
-	return e
+	h, p := live.NewHub(rdb, log), live.NewPublisher(rdb, log)
+	t.Cleanup(func() { h.Close(); p.Close() })
+	return h, p
 }
 
-type frame struct {
-	id, event, data, comment string
-}
-
-type stream struct {
-	resp   *http.Response
-	frames chan frame
-}
-
-func (e *env) open(t *testing.T, tenantID, lastID string) *stream {
+func subscribe(t *testing.T, h *live.Hub, tenantID, lastID string) (*live.Sub, []live.Event, bool) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.srv.URL, nil)
-	req.Header.Set("X-Tenant", tenantID)
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	s, backlog, reset, err := h.Subscribe(context.Background(), tenantID, lastID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	s := &stream{resp: resp, frames: make(chan frame, 100)}
-	go func() {
-		defer close(s.frames)
-		sc := bufio.NewScanner(resp.Body)
-		var f frame
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				s.frames <- f
-				f = frame{}
-			case strings.HasPrefix(line, ":"):
-				f.comment = strings.TrimSpace(line[1:])
-			case strings.HasPrefix(line, "id: "):
-				f.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				f.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				f.data = line[6:]
-			}
-		}
-	}()
-	// The opening frame ("retry" and a comment) says the stream is
-	// subscribed.
+	t.Cleanup(func() { h.Unsubscribe(s) })
+	return s, backlog, reset
+}
+
+func next(t *testing.T, s *live.Sub) live.Event {
+	t.Helper()
 	select {
-	case f := <-s.frames:
-		if f.comment != "live" {
-			t.Fatalf("first frame %+v, want the opening comment", f)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the stream did not open")
+	case ev := <-s.C:
+		return ev
+	case <-time.After(2 * time.Second):
+		t.Fatal("no event within 2 s")
+		return live.Event{}
 	}
-	return s
 }
 
-// next returns the next event (skipping heartbeats), or fails after d.
-func (s *stream) next(t *testing.T, d time.Duration) frame {
+func none(t *testing.T, s *live.Sub, d time.Duration) {
 	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case f, ok := <-s.frames:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			if f.event != "" {
-				return f
-			}
-		case <-deadline:
-			t.Fatalf("no event within %v", d)
-		}
-	}
-}
-
-// none checks that no event arrives within d.
-func (s *stream) none(t *testing.T, d time.Duration) {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case f, ok := <-s.frames:
-			if ok && f.event != "" {
-				t.Fatalf("unexpected event %+v", f)
-			}
-		case <-deadline:
-			return
-		}
-	}
-}
-
-func TestHeadersForProxies(t *testing.T) {
-	e := newEnv(t, time.Hour)
-	s := e.open(t, ids.New(), "")
-	h := s.resp.Header
-	for k, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
-		if got := h.Get(k); got != want {
-			t.Errorf("%s = %q, want %q", k, got, want)
-		}
+	select {
+	case ev := <-s.C:
+		t.Fatalf("unexpected event %+v", ev)
+	case <-time.After(d):
 	}
 }
 
 func TestOnlyTheTenantsSubscribersGetItsEvents(t *testing.T) {
-	e := newEnv(t, time.Hour)
+	h, p := newHub(t)
 	tenantA, tenantB := ids.New(), ids.New()
-	a1, a2 := e.open(t, tenantA, ""), e.open(t, tenantA, "")
-	b := e.open(t, tenantB, "")
+	a1, _, _ := subscribe(t, h, tenantA, "")
+	a2, _, _ := subscribe(t, h, tenantA, "")
+	b, _, _ := subscribe(t, h, tenantB, "")
 
 	lead := ids.New()
-	e.pub.Publish(tenantA, live.Event{Type: live.Created, LeadID: lead, Name: "Ada Lovelace"})
-	for _, s := range []*stream{a1, a2} {
-		f := s.next(t, 2*time.Second)
-		if f.event != "lead" || f.id == "" || !strings.Contains(f.data, lead) || !strings.Contains(f.data, `"type":"lead.created"`) {
-			t.Fatalf("tenant A got %+v", f)
+	p.Publish(tenantA, live.Event{Type: live.Created, LeadID: lead, Name: "Ada Lovelace"})
+	for _, s := range []*live.Sub{a1, a2} {
+		if ev := next(t, s); ev.ID == "" || ev.LeadID != lead || ev.Type != live.Created || ev.Name != "Ada Lovelace" || ev.At.IsZero() {
+			t.Fatalf("tenant A got %+v", ev)
 		}
 	}
-	b.none(t, 500*time.Millisecond)
+	none(t, b, 500*time.Millisecond)
 
 	// And the other way round.
-	e.pub.Publish(tenantB, live.Event{Type: live.Reassigned, LeadID: ids.New(), OwnerID: "u1"})
-	if f := b.next(t, 2*time.Second); !strings.Contains(f.data, `"type":"lead.reassigned"`) {
-		t.Fatalf("tenant B got %+v", f)
+	p.Publish(tenantB, live.Event{Type: live.Reassigned, LeadID: ids.New(), OwnerID: "u1"})
+	if ev := next(t, b); ev.Type != live.Reassigned || ev.OwnerID != "u1" {
+		t.Fatalf("tenant B got %+v", ev)
 	}
-	a1.none(t, 300*time.Millisecond)
+	none(t, a1, 300*time.Millisecond)
 }
 
 func TestLastEventIDResumes(t *testing.T) {
-	e := newEnv(t, time.Hour)
+	h, p := newHub(t)
 	tenant := ids.New()
-	s := e.open(t, tenant, "")
-	first := ids.New()
-	e.pub.Publish(tenant, live.Event{Type: live.Created, LeadID: first})
-	f1 := s.next(t, 2*time.Second)
-	_ = s.resp.Body.Close() // the browser goes away
+	s, _, _ := subscribe(t, h, tenant, "")
+	p.Publish(tenant, live.Event{Type: live.Created, LeadID: ids.New()})
+	first := next(t, s)
+	h.Unsubscribe(s) // the browser goes away
 
 	// Two events while it is away, seen by another stream of the tenant.
-	w := e.open(t, tenant, "")
+	w, _, _ := subscribe(t, h, tenant, "")
 	missed := []string{ids.New(), ids.New()}
 	for _, l := range missed {
-		e.pub.Publish(tenant, live.Event{Type: live.Created, LeadID: l})
+		p.Publish(tenant, live.Event{Type: live.Created, LeadID: l})
 	}
-	w.next(t, 2*time.Second)
-	w.next(t, 2*time.Second)
+	next(t, w)
+	next(t, w)
 
-	r := e.open(t, tenant, f1.id)
-	for _, l := range missed {
-		if f := r.next(t, 2*time.Second); !strings.Contains(f.data, l) {
-			t.Fatalf("resumed stream got %+v, want lead %s", f, l)
-		}
+	_, backlog, reset := subscribe(t, h, tenant, first.ID)
+	if reset || len(backlog) != 2 || backlog[0].LeadID != missed[0] || backlog[1].LeadID != missed[1] {
+		t.Fatalf("resume after %s: reset %v, backlog %+v", first.ID, reset, backlog)
 	}
-	r.none(t, 300*time.Millisecond) // nothing twice, not the one it had
-
 	// An id the ring no longer has (or never had): a reset, so the page
 	// refreshes instead of trusting an incomplete stream.
-	z := e.open(t, tenant, "01UNKNOWN0000000000000000Z")
-	if f := z.next(t, 2*time.Second); f.event != "reset" {
-		t.Fatalf("unknown Last-Event-ID: got %+v, want a reset", f)
+	if _, backlog, reset := subscribe(t, h, tenant, "01UNKNOWN0000000000000000Z"); !reset || len(backlog) != 0 {
+		t.Fatalf("unknown Last-Event-ID: reset %v, backlog %d", reset, len(backlog))
+	}
+	// The ring keeps the newest Ring events.
+	h2, p2 := newHub(t)
+	h2.Ring = 3
+	t2 := ids.New()
+	s2, _, _ := subscribe(t, h2, t2, "")
+	var evs []live.Event
+	for range 5 {
+		p2.Publish(t2, live.Event{Type: live.Created, LeadID: ids.New()})
+		evs = append(evs, next(t, s2))
+	}
+	if _, _, reset := subscribe(t, h2, t2, evs[0].ID); !reset {
+		t.Error("an evicted id resumed")
+	}
+	if _, backlog, reset := subscribe(t, h2, t2, evs[2].ID); reset || len(backlog) != 2 {
+		t.Errorf("resume from the oldest kept: reset %v, %d events", reset, len(backlog))
 	}
 }
 
-func TestHeartbeats(t *testing.T) {
-	e := newEnv(t, 50*time.Millisecond)
-	s := e.open(t, ids.New(), "")
-	n := 0
-	deadline := time.After(2 * time.Second)
-	for n < 3 {
-		select {
-		case f := <-s.frames:
-			if f.comment == "heartbeat" {
-				n++
-			}
-		case <-deadline:
-			t.Fatalf("%d heartbeats in 2 s at a 50 ms interval", n)
-		}
+func TestSlowSubscriberIsReset(t *testing.T) {
+	h, p := newHub(t)
+	tenant := ids.New()
+	s, _, _ := subscribe(t, h, tenant, "")
+	for range 200 { // more than a stream buffers; nobody reads
+		p.Publish(tenant, live.Event{Type: live.Created, LeadID: ids.New()})
+	}
+	select {
+	case <-s.Lost:
+	case <-time.After(3 * time.Second):
+		t.Fatal("a stream that fell behind was not told")
 	}
 }
 
