@@ -37,8 +37,9 @@ type Hub struct {
 	closed  bool
 	done    chan struct{}
 
-	mu      sync.Mutex
-	tenants map[string]*tenantState
+	mu        sync.Mutex
+	tenants   map[string]*tenantState
+	lastSweep time.Time
 }
 
 type tenantState struct {
@@ -178,8 +179,19 @@ func (h *Hub) Unsubscribe(s *Sub) {
 		return
 	}
 	delete(t.subs, s)
+	now := time.Now()
 	if len(t.subs) == 0 {
-		t.lastUsed = time.Now()
+		t.lastUsed = now
+	}
+	// Forget the rings of tenants nobody watched for Keep (a minute apart
+	// at most, so a busy server does not walk the map at every close).
+	if now.Sub(h.lastSweep) > time.Minute {
+		h.lastSweep = now
+		for id, t := range h.tenants {
+			if len(t.subs) == 0 && now.Sub(t.lastUsed) > h.Keep {
+				delete(h.tenants, id)
+			}
+		}
 	}
 }
 
