@@ -48,7 +48,7 @@ func (a *App) wire(ctx context.Context) error {
 	// Counters first: ingest, reconcile and the monitor record into them.
 	rec := a.startRecorder()
 	a.Stats = rec
-	a.startLive()
+	a.Live, a.LiveHub = a.startLive()
 	// Outbound events are written in the transaction of the change that
 	// causes them, by whichever area makes it.
 	outbox := &events.Outbox{Now: a.now}

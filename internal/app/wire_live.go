@@ -11,29 +11,26 @@ import (
 // startLive starts the live inbox's publisher (both processes: whichever
 // commits a change publishes it) and hub (it subscribes only when a
 // browser first opens a stream, so a worker never does).
-func (a *App) startLive() {
+func (a *App) startLive() (*live.Publisher, *live.Hub) {
 	log := a.Log.With("component", "live")
-	a.Live = live.NewPublisher(a.RDB, log)
-	a.LiveHub = live.NewHub(a.RDB, log)
-	hub, pub := a.LiveHub, a.Live
+	pub, hub := live.NewPublisher(a.RDB, log), live.NewHub(a.RDB, log)
 	a.closers = append(a.closers, func() { hub.Close(); pub.Close() })
+	return pub, hub
 }
 
 // liveLeads tells the publisher of leads people create or reassign.
 func (a *App) liveLeads() leads.Option {
 	pub := a.Live
-	return func(s *leads.Service) {
-		s.Changed = func(tenantID, change string, l leads.Lead, by string) {
-			ev := live.Event{Type: live.Created, LeadID: l.ID, By: by, Name: cmp.Or(l.Name, l.Email, l.Company, l.Phone)}
-			if change == leads.ChangeReassigned {
-				ev.Type = live.Reassigned
-			}
-			if l.OwnerID != nil {
-				ev.OwnerID = *l.OwnerID
-			}
-			pub.Publish(tenantID, ev)
+	return leads.WithChanged(func(tenantID, change string, l leads.Lead, by string) {
+		typ, owner := live.Created, ""
+		if change == leads.ChangeReassigned {
+			typ = live.Reassigned
 		}
-	}
+		if l.OwnerID != nil {
+			owner = *l.OwnerID
+		}
+		pub.Publish(tenantID, live.Event{Type: typ, LeadID: l.ID, OwnerID: owner, By: by, Name: cmp.Or(l.Name, l.Email, l.Company, l.Phone)})
+	})
 }
 
 // liveIngest tells the publisher of the leads a webhook batch created.

@@ -157,7 +157,7 @@ func (s *Service) Bulk(ctx context.Context, tenantID string, actor tenants.Princ
 	if err == nil && in.Set.OwnerSet && in.Set.OwnerID != nil {
 		for _, it := range res.Items {
 			if it.Status == BulkUpdated {
-				s.changed(tenantID, ChangeReassigned, Lead{ID: it.ID, OwnerID: in.Set.OwnerID}, actor)
+				s.announce(tenantID, ChangeReassigned, Lead{ID: it.ID, OwnerID: in.Set.OwnerID}, actor)
 			}
 		}
 	}

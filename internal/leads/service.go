@@ -52,11 +52,11 @@ type Service struct {
 	// area's outbox); nil: none.
 	Events Emitter
 
-	// Changed is told, after the commit, of a lead a person (by: their
+	// changed is told, after the commit, of a lead a person (by: their
 	// user id, "" for a token) created or gave a new owner (ChangeCreated,
 	// ChangeReassigned; the live inbox publishes them). It must not block.
-	// nil: nobody.
-	Changed func(tenantID, change string, l Lead, by string)
+	// nil: nobody (WithChanged).
+	changed func(tenantID, change string, l Lead, by string)
 }
 
 // Changes Service.Changed is told of.
@@ -65,9 +65,9 @@ const (
 	ChangeReassigned = "reassigned"
 )
 
-func (s *Service) changed(tenantID, change string, l Lead, by tenants.Principal) {
-	if s.Changed != nil {
-		s.Changed(tenantID, change, l, by.UserID)
+func (s *Service) announce(tenantID, change string, l Lead, by tenants.Principal) {
+	if s.changed != nil {
+		s.changed(tenantID, change, l, by.UserID)
 	}
 }
 
@@ -212,6 +212,12 @@ type Option func(*Service)
 // WithClock makes the service read the time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(s *Service) { s.Now = now } }
 
+// WithChanged tells f, after each commit, of the leads people create or
+// reassign (Service.announce); f must not block.
+func WithChanged(f func(tenantID, change string, l Lead, by string)) Option {
+	return func(s *Service) { s.changed = f }
+}
+
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 // Note is one note on a lead.
@@ -241,7 +247,7 @@ func (s *Service) Create(ctx context.Context, tenantID string, actor tenants.Pri
 		return s.create(ctx, tx, tenantID, actor, in)
 	})
 	if err == nil && l.ID != "" {
-		s.changed(tenantID, ChangeCreated, l, actor)
+		s.announce(tenantID, ChangeCreated, l, actor)
 	}
 	return l, err
 }
@@ -318,7 +324,7 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.
 		return Lead{}, apperr.New(apperr.Conflict, "the lead is being edited by others right now, retry")
 	}
 	if err == nil && out.OwnerID != nil && !sameOwner(out.OwnerID, prevOwner) {
-		s.changed(tenantID, ChangeReassigned, out, actor)
+		s.announce(tenantID, ChangeReassigned, out, actor)
 	}
 	return out, err
 }
