@@ -22,6 +22,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/jobs"
+	"leadpipe/internal/live"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/retention"
 	"leadpipe/internal/sources"
@@ -64,6 +65,10 @@ type App struct {
 	// Retention is the retention settings and purge service.
 	Retention *retention.Service
 	Web       *web.Server
+	// Live publishes lead events for open browsers; LiveHub streams them
+	// (docs/ARCHITECTURE.md, "Live inbox").
+	Live    *live.Publisher
+	LiveHub *live.Hub
 
 	closers  []func()
 	flushers []func(context.Context)

@@ -49,6 +49,7 @@ func (a *App) wire(ctx context.Context) error {
 	// Counters first: ingest, reconcile and the monitor record into them.
 	rec := a.startRecorder()
 	a.Stats = rec
+	a.Live, a.LiveHub = a.startLive()
 	// Outbound events are written in the transaction of the change that
 	// causes them, by whichever area makes it.
 	outbox := &events.Outbox{Now: a.now}
@@ -60,7 +61,7 @@ func (a *App) wire(ctx context.Context) error {
 	}, a.now)
 
 	reads := webhooks.NewReads(a.DB)
-	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now), leads.WithReads(a.Reads))
+	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now), leads.WithReads(a.Reads), a.liveLeads())
 
 	// The sla_breach rule counts overdue leads (ls).
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"),
@@ -119,6 +120,7 @@ func (a *App) wire(ctx context.Context) error {
 		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: in.processor, Claimer: in.claimer},
 		Metrics:     metrics,
 		Extra:       a.operatorRoutes(),
+		Live:        a.LiveHub,
 	}
 
 	a.registerTasks(mon, rc, idemStore, in.processor)
@@ -238,7 +240,7 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) ingestParts 
 	ingest := &webhooks.Ingest{DB: a.DB, Claimer: claimer, Sources: a.Sources,
 		Dispatch: dispatch, Stats: a.Stats, Rejections: rejected, Log: a.Log, Now: a.now}
 	processor := &webhooks.Processor{DB: a.DB, Reserve: a.OneTrip, Sources: a.Sources, Queue: a.Queue, Log: a.Log, Now: a.now,
-		Leads: ls, Enricher: rc,
+		Leads: ls, Enricher: rc, Committed: a.liveIngest(),
 		MaxBatch: a.opt.batch, Runners: a.opt.runners, Gather: a.opt.gather, AssignInTx: a.opt.assignInTx,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
 	return ingestParts{ingest: ingest, processor: processor, claimer: claimer}

@@ -151,9 +151,17 @@ func ParseBulk(body []byte) (BulkInput, error) {
 // nothing. With an Idempotency-Key the result is stored in the same
 // transaction: the same request again returns it without applying twice.
 func (s *Service) Bulk(ctx context.Context, tenantID string, actor tenants.Principal, in BulkInput, once idempotency.Once[BulkResult]) (BulkResult, error) {
-	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (BulkResult, error) {
+	res, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (BulkResult, error) {
 		return s.bulk(ctx, tx, tenantID, actor, in)
 	})
+	if err == nil && in.Set.OwnerSet && in.Set.OwnerID != nil {
+		for _, it := range res.Items {
+			if it.Status == BulkUpdated {
+				s.announce(tenantID, ChangeReassigned, Lead{ID: it.ID, OwnerID: in.Set.OwnerID}, actor)
+			}
+		}
+	}
+	return res, err
 }
 
 func (s *Service) bulk(ctx context.Context, tx *sqlx.Tx, tenantID string, actor tenants.Principal, in BulkInput) (BulkResult, error) {

@@ -56,6 +56,24 @@ type Service struct {
 	// lead.status_changed) in the transaction of the change (the events
 	// area's outbox); nil: none.
 	Events Emitter
+
+	// changed is told, after the commit, of a lead a person (by: their
+	// user id, "" for a token) created or gave a new owner (ChangeCreated,
+	// ChangeReassigned; the live inbox publishes them). It must not block.
+	// nil: nobody (WithChanged).
+	changed func(tenantID, change string, l Lead, by string)
+}
+
+// Changes Service.Changed is told of.
+const (
+	ChangeCreated    = "created"
+	ChangeReassigned = "reassigned"
+)
+
+func (s *Service) announce(tenantID, change string, l Lead, by tenants.Principal) {
+	if s.changed != nil {
+		s.changed(tenantID, change, l, by.UserID)
+	}
 }
 
 // Emitter writes a lead's outbound events in the transaction of the change.
@@ -203,6 +221,12 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.Now = 
 // (docs/SCALING.md, Database).
 func WithReads(r *db.Reads) Option { return func(s *Service) { s.replica = r } }
 
+// WithChanged tells f, after each commit, of the leads people create or
+// reassign (Service.announce); f must not block.
+func WithChanged(f func(tenantID, change string, l Lead, by string)) Option {
+	return func(s *Service) { s.changed = f }
+}
+
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
 // lagged runs a read that tolerates lag on the replica when usable.
@@ -236,9 +260,13 @@ func (s *Service) Get(ctx context.Context, tenantID, id string) (Lead, error) {
 // in the same transaction. A manual lead has no source: source_id is empty
 // and source_ref is its own id, which keeps the natural key unique.
 func (s *Service) Create(ctx context.Context, tenantID string, actor tenants.Principal, in CreateInput, once idempotency.Once[Lead]) (Lead, error) {
-	return idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Lead, error) {
+	l, err := idempotency.InTx(ctx, s.DB, once, func(tx *sqlx.Tx) (Lead, error) {
 		return s.create(ctx, tx, tenantID, actor, in)
 	})
+	if err == nil && l.ID != "" {
+		s.announce(tenantID, ChangeCreated, l, actor)
+	}
+	return l, err
 }
 
 func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, actor tenants.Principal, in CreateInput) (Lead, error) {
@@ -297,11 +325,12 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.
 		return Lead{}, apperr.New(apperr.NotFound, "lead not found")
 	}
 	var out Lead
+	var prevOwner *string
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 			var e error
-			out, e = s.patchTx(ctx, tx, tenantID, id, actor, ifMatch, in)
+			out, prevOwner, e = s.patchTx(ctx, tx, tenantID, id, actor, ifMatch, in)
 			return e
 		})
 		if !errors.Is(err, errRaced) {
@@ -311,19 +340,23 @@ func (s *Service) Patch(ctx context.Context, tenantID, id string, actor tenants.
 	if errors.Is(err, errRaced) {
 		return Lead{}, apperr.New(apperr.Conflict, "the lead is being edited by others right now, retry")
 	}
+	if err == nil && out.OwnerID != nil && !sameOwner(out.OwnerID, prevOwner) {
+		s.announce(tenantID, ChangeReassigned, out, actor)
+	}
 	return out, err
 }
 
-func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string, actor tenants.Principal, ifMatch int, in PatchInput) (Lead, error) {
+// patchTx also returns the owner the lead had before.
+func (s *Service) patchTx(ctx context.Context, tx *sqlx.Tx, tenantID, id string, actor tenants.Principal, ifMatch int, in PatchInput) (Lead, *string, error) {
 	cur, err := Get(ctx, tx, tenantID, id)
 	if err != nil {
-		return Lead{}, err
+		return Lead{}, nil, err
 	}
 	if ifMatch != AnyVersion && cur.Version != ifMatch {
-		return Lead{}, stale(cur.Version)
+		return Lead{}, nil, stale(cur.Version)
 	}
 	out, _, err := s.applyPatch(ctx, tx, tenantID, cur, actor, ifMatch == AnyVersion, in, s.emitter(tx, tenantID))
-	return out, err
+	return out, cur.OwnerID, err
 }
 
 // applyPatch changes cur's human-owned fields as in says, under cur's

@@ -16,6 +16,7 @@ import (
 	"leadpipe/internal/forms"
 	"leadpipe/internal/imports"
 	"leadpipe/internal/leads"
+	liveinbox "leadpipe/internal/live"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/privacy"
 	"leadpipe/internal/reconcile"
@@ -58,6 +59,9 @@ type Server struct {
 	// Extra mounts optional routes (the Asynq dashboard when an operator
 	// token is configured).
 	Extra []func(r Router)
+	// Live streams lead events to signed-in browsers (GET /events); nil:
+	// the route answers 404 and pages stay as they are.
+	Live *liveinbox.Hub
 }
 
 // Check names every dependency the server is missing: wiring that forgot

@@ -27,7 +27,7 @@ func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	v := leadviews.BoardView{PerCol: boardPerCol, HasAny: counts[0].N > 0, Now: time.Now()}
+	v := leadviews.BoardView{PerCol: boardPerCol, HasAny: counts[0].N > 0, Now: time.Now(), MeID: sess.User.ID}
 	for i, st := range leads.Statuses {
 		col, err := s.boardColumn(ctx, sess.Tenant.ID, dir, st, "")
 		if err != nil {

@@ -51,6 +51,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads", s.uiCreateLead)
 			r.Get("/leads/new", s.uiNewLead)
 			r.Get("/leads/board", s.uiBoard)
+			r.Get("/events", s.uiEvents)
 			r.Get("/leads/{id}", s.uiLead)
 			r.Post("/leads/{id}/status", s.uiLeadStatus)
 			r.Post("/leads/{id}/owner", s.uiLeadOwner)

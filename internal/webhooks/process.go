@@ -55,6 +55,10 @@ type Processor struct {
 	// Enricher is told of each committed webhook upsert (reconcile queues
 	// Meta enrichment). nil: nobody.
 	Enricher Enricher
+	// Committed is told, after a batch's transaction committed, of each
+	// record's result (the live inbox publishes the new leads); it must
+	// not block. nil: nobody.
+	Committed func(tenantID string, r Result)
 
 	MaxBatch int // deliveries per transaction (default 128)
 	Runners  int // batches in flight at most, when they are full (default 2; see loop)
@@ -434,6 +438,11 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 	if p.Enricher != nil {
 		for _, it := range after {
 			p.Enricher.AfterWebhookUpsert(ctx, it.req.tenantID, it.src, it.res.res.LeadID, it.lead)
+		}
+	}
+	if p.Committed != nil {
+		for _, it := range after {
+			p.Committed(it.req.tenantID, it.res.res)
 		}
 	}
 	out := make([]processRes, len(items))

@@ -746,4 +746,111 @@
       if (b) form.requestSubmit(b);
     }, 400);
   });
+  // ---- live inbox and board (docs/ARCHITECTURE.md, "Live inbox") ------------
+  // One EventSource per page holding a [data-live] strip. New and
+  // reassigned leads count in the tab title; the list reloads itself (htmx)
+  // when that disturbs nobody (first page, scrolled to the top, nothing
+  // ticked, no menu open), otherwise the strip offers "N new leads — Show".
+  // Leads assigned to me raise a browser notification once allowed.
+  (function live() {
+    var bar = document.querySelector("[data-live]");
+    if (!bar || !window.EventSource) return;
+    var me = bar.getAttribute("data-live-me") || "";
+    var baseTitle = document.title.replace(/^\(\d+\) /, "");
+    var fresh = {}, freshN = 0;   // leads arrived since the user last looked
+    var pending = 0;              // of those, not in the list yet
+    var missed = false;           // the server lost our place: something may have changed
+    var shown = false;            // Show was clicked: the swap it causes marks the leads seen
+    var canNotify = "Notification" in window;
+
+    function curBar() { return document.querySelector("[data-live]") || bar; }
+    function render() {
+      var b = curBar();
+      document.title = freshN > 0 ? "(" + freshN + ") " + baseTitle : baseTitle;
+      var show = b.querySelector("[data-live-show]"), ask = b.querySelector("[data-live-notify]");
+      if (show) {
+        show.hidden = pending === 0 && !missed;
+        show.textContent = pending === 0 ? "Leads may have changed — Show" :
+          pending === 1 ? "1 new lead — Show" : pending + " new leads — Show";
+        show.setAttribute("href", location.pathname + location.search);
+      }
+      if (ask) ask.hidden = !(canNotify && Notification.permission === "default");
+      b.hidden = (!show || show.hidden) && (!ask || ask.hidden);
+    }
+    function markRows() {
+      document.querySelectorAll("[data-lead-id]").forEach(function (el) {
+        if (fresh[el.getAttribute("data-lead-id")]) el.classList.add("is-live-new");
+      });
+    }
+    function quiet() {
+      var target = document.querySelector(curBar().getAttribute("data-live-target"));
+      if (!target || !window.htmx || target.id !== "inbox-results") return false; // the board waits for Show
+      if (new URLSearchParams(location.search).has("cursor") || window.scrollY > 120) return false;
+      if (document.querySelector(".row-check:checked, details[open], .is-dragging")) return false;
+      var a = document.activeElement;
+      return !(a && target.contains(a) && a.matches("input, select, textarea"));
+    }
+    function refresh() {
+      var sel = curBar().getAttribute("data-live-target");
+      var target = document.querySelector(sel);
+      if (!target || !window.htmx) { location.reload(); return; }
+      htmx.ajax("GET", location.pathname + location.search, { target: sel, select: sel, swap: "outerHTML ignoreTitle:true" });
+    }
+    // Any list swap (Show, a filter, a move on the board) brings the list
+    // up to date.
+    // htmx sets the title from the response after the swap: the count
+    // goes back on once the swap settled.
+    document.addEventListener("htmx:afterSwap", markRows);
+    document.addEventListener("htmx:afterSettle", function () {
+      pending = 0; missed = false; markRows();
+      if (shown) { shown = false; fresh = {}; freshN = 0; }
+      baseTitle = document.title.replace(/^\(\d+\) /, "");
+      render();
+    });
+    // A click or key in a visible tab means the user has seen the count.
+    function seen() {
+      if (document.visibilityState !== "visible" || freshN === 0 || pending > 0) return;
+      fresh = {}; freshN = 0; render();
+    }
+    document.addEventListener("pointerdown", seen, true);
+    document.addEventListener("keydown", seen, true);
+    document.addEventListener("click", function (ev) {
+      var show = ev.target.closest && ev.target.closest("[data-live-show]");
+      if (show) { ev.preventDefault(); shown = true; refresh(); return; }
+      var ask = ev.target.closest && ev.target.closest("[data-live-notify]");
+      if (ask && canNotify) {
+        var done = function () { render(); };
+        var p = Notification.requestPermission(done);
+        if (p && p.then) p.then(done);
+      }
+    });
+
+    function notify(ev) {
+      if (!canNotify || Notification.permission !== "granted" || !me || ev.owner_id !== me || ev.by === me) return;
+      try {
+        var n = new Notification(ev.type === "lead.created" ? "New lead assigned to you" : "A lead was assigned to you",
+          { body: ev.name || "Open Leadpipe to see it", tag: "lead-" + ev.lead_id });
+        n.onclick = function () { window.focus(); location.href = "/leads/" + ev.lead_id; };
+      } catch (e) { /* some browsers allow notifications only from a service worker */ }
+    }
+
+    var refreshTimer = 0;
+    var es = new EventSource(bar.getAttribute("data-live"));
+    es.addEventListener("lead", function (m) {
+      var ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      if (!ev || !ev.lead_id) return;
+      notify(ev);
+      if (!fresh[ev.lead_id]) { fresh[ev.lead_id] = true; freshN++; }
+      pending++;
+      render();
+      // Leads of one burst reload the list once.
+      if (quiet() && !refreshTimer) refreshTimer = setTimeout(function () { refreshTimer = 0; if (quiet()) refresh(); }, 150);
+    });
+    // The server lost our place (restart, a long absence): what changed
+    // meanwhile is unknown, so offer a refresh.
+    es.addEventListener("reset", function () { missed = true; render(); });
+    window.addEventListener("pagehide", function () { es.close(); });
+    render();
+  })();
 })();

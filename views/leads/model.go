@@ -399,6 +399,7 @@ type BoardView struct {
 	PerCol  int
 	HasAny  bool
 	Now     time.Time
+	MeID    string // the signed-in user (live notifications)
 }
 
 // Event is one timeline entry.
