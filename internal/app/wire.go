@@ -63,6 +63,13 @@ func (a *App) wire(ctx context.Context) error {
 	reads := webhooks.NewReads(a.DB)
 	ls := leads.NewService(a.DB, reads, leadEvents{outbox})
 	ls.Now = a.Now
+	// Assignments write "assigned to you" into the e-mail outbox in their
+	// own transaction (wire_notify.go).
+	ls.Notify = notifyAssigned{now: a.Now}
+	nt, err := a.buildNotify(ls)
+	if err != nil {
+		return err
+	}
 
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"))
 	mon.Now = a.Now
@@ -115,6 +122,7 @@ func (a *App) wire(ctx context.Context) error {
 		Retention:  a.Retention,
 		Rejections: &rejections.Service{DB: a.DB, Now: a.Now},
 		Imports:    imp,
+		Notify:     nt,
 		Idem: &idempotency.Middleware{
 			Store:  idemStore,
 			Tenant: web.Tenant,
@@ -131,6 +139,7 @@ func (a *App) wire(ctx context.Context) error {
 
 	a.registerTasks(mon, rc, idemStore)
 	a.registerImportTasks(imp)
+	a.registerNotifyTasks(nt)
 	return nil
 }
 

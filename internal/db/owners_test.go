@@ -28,6 +28,7 @@ var tableOwners = map[string]string{
 	"rejections": "internal/rejections",
 	"imports":    "internal/imports", "import_chunks": "internal/imports", "import_errors": "internal/imports",
 	"installation": "internal/db",
+	"notifications": "internal/notify", "notification_prefs": "internal/notify",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",
 }

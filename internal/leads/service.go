@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -51,6 +52,9 @@ type Service struct {
 	// lead.status_changed) in the transaction of the change (the events
 	// area's outbox); nil: none.
 	Events Emitter
+	// Notify hears of assignments in their transaction (notify.go); nil:
+	// nobody is told.
+	Notify Notifier
 }
 
 // Emitter writes a lead's outbound events in the transaction of the change.
@@ -113,6 +117,9 @@ func (e *emitter) emit(ctx context.Context, typ string, l Lead) error {
 // Unchanged and stale records emit nothing. Leads are visited in id order
 // so that concurrent batches take the event sequence rows in one order.
 func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []UpsertOutcome) error {
+	if err := s.notifyAssigned(ctx, x, tenantID, outcomes); err != nil {
+		return err
+	}
 	types := map[string]string{}
 	assignedLeads := map[string]bool{}
 	for _, o := range outcomes {
@@ -241,6 +248,11 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	if err := insertManual(ctx, tx, l, a); err != nil {
 		return Lead{}, err
 	}
+	if a != nil && s.Notify != nil {
+		if err := s.Notify.Assigned(ctx, tx, tenantID, []Handover{{LeadID: l.ID, OwnerID: a.OwnerID, Rule: a.RuleName, Cause: CauseNew}}); err != nil {
+			return Lead{}, err
+		}
+	}
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
 		return Lead{}, err
 	}
@@ -363,6 +375,14 @@ func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, 
 		if err := AddEvent(ctx, tx, tenantID, id, EventOwnerChanged, actor.UserID, actor.Name,
 			map[string]any{"from": cur.OwnerID, "to": next.OwnerID, "to_name": ownerName}, now); err != nil {
 			return Lead{}, false, err
+		}
+		// The new owner hears of it, unless they gave it to themselves;
+		// the lead's new version names the change.
+		if s.Notify != nil && next.OwnerID != nil && *next.OwnerID != actor.UserID {
+			if err := s.Notify.Assigned(ctx, tx, tenantID, []Handover{{LeadID: id, OwnerID: *next.OwnerID,
+				Cause: fmt.Sprintf("v%d", cur.Version+1)}}); err != nil {
+				return Lead{}, false, err
+			}
 		}
 	}
 	if tagsChanged {

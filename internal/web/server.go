@@ -17,6 +17,7 @@ import (
 	"leadpipe/internal/imports"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
+	"leadpipe/internal/notify"
 	"leadpipe/internal/privacy"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/rejections"
@@ -50,6 +51,7 @@ type Server struct {
 	Privacy     *privacy.Service        // a lead's export and erasure
 	Retention   *retention.Service      // retention settings (API, settings page)
 	Imports     *imports.Service        // CSV imports: upload, progress, refused rows
+	Notify      *notify.Service         // e-mail outbox: the mail preview and failed messages (admins)
 	ui          *uiState                // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}
