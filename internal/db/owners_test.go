@@ -27,7 +27,7 @@ var tableOwners = map[string]string{
 	"retention_settings": "internal/retention", "retention_cursors": "internal/retention",
 	"rejections": "internal/rejections",
 	"imports":    "internal/imports", "import_chunks": "internal/imports", "import_errors": "internal/imports",
-	"installation": "internal/db",
+	"installation":  "internal/db",
 	"notifications": "internal/notify", "notification_prefs": "internal/notify",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",

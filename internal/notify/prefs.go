@@ -26,7 +26,7 @@ type Preferences struct {
 
 // prefs is a stored row: quiet hours in minutes of the day.
 type prefs struct {
-	off               []string
+	off                []string
 	QuietFrom, QuietTo int
 }
 
