@@ -54,6 +54,9 @@ type Options struct {
 	User     string // AUTH PLAIN required when set
 	Pass     string
 	Script   Script
+	// Hold, when set, runs at each MAIL command before it is answered (a
+	// test holds the sender there, before any message data).
+	Hold func()
 }
 
 // Server is a running SMTP server.
@@ -152,6 +155,9 @@ func (x *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (x *session) Mail(from string, _ *smtp.MailOptions) error {
+	if x.s.opts.Hold != nil {
+		x.s.opts.Hold()
+	}
 	if x.s.opts.User != "" && x.user == "" {
 		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authentication required"}
 	}
