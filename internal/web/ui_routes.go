@@ -85,6 +85,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/settings/audit", s.uiAudit)
 				r.Get("/settings/retention", s.uiRetention)
 				r.Post("/settings/retention", s.uiSaveRetention)
+				r.Get("/settings/mail", s.uiMail)
 				s.endpointUIRoutes(r)
 				s.assignmentUIRoutes(r)
 				s.mergeUIRoutes(r)
