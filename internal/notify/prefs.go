@@ -144,3 +144,17 @@ func PutPreferences(ctx context.Context, x db.Ext, tenantID, userID string, in P
 	}
 	return GetPreferences(ctx, x, tenantID, userID)
 }
+
+// Preferences returns the user's preferences (GetPreferences on the
+// service's database).
+func (s *Service) Preferences(ctx context.Context, tenantID, userID string) (Preferences, error) {
+	return GetPreferences(ctx, s.DB, tenantID, userID)
+}
+
+// SetPreferences stores the user's preferences (PutPreferences).
+func (s *Service) SetPreferences(ctx context.Context, tenantID, userID string, in Preferences) (Preferences, error) {
+	return PutPreferences(ctx, s.DB, tenantID, userID, in, s.now())
+}
+
+// Optional lists the kinds a user may turn off, in display order.
+func Optional() []string { return []string{KindAssigned, KindOverdue, KindDigest} }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -66,6 +67,25 @@ func TestUIMailPreview(t *testing.T) {
 	sb.login(staff.Email, "a-long-password-1")
 	if p = sb.get("/settings/mail"); p.status == 200 {
 		t.Fatalf("staff got the mail page")
+	}
+
+	// Everyone's own notification settings: digest off, quiet hours.
+	p = sb.get("/settings/notifications")
+	if p.status != 200 || p.testid("notify-digest").Length() != 1 {
+		t.Fatalf("settings: %d", p.status)
+	}
+	if p = sb.post("/settings/notifications", url.Values{"on": {"assigned", "overdue"}, "quiet_from": {"25:00"}, "quiet_to": {"07:00"}}); p.status != 422 {
+		t.Fatalf("bad time: %d", p.status)
+	}
+	if p = sb.post("/settings/notifications", url.Values{"on": {"assigned", "overdue"}, "quiet_from": {"22:00"}, "quiet_to": {"07:00"}}); p.status != 303 {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	got, err := e.App.Web.Notify.Preferences(ctx, a.ID, staff.ID)
+	if err != nil || strings.Join(got.Off, ",") != "digest" || got.QuietFrom != "22:00" || got.QuietTo != "07:00" {
+		t.Fatalf("stored %+v %v", got, err)
+	}
+	if p = sb.get("/settings/notifications"); p.testid("notify-digest").Is("[checked]") || !p.testid("notify-assigned").Is("[checked]") {
+		t.Fatal("the form does not show what was saved")
 	}
 }
 

@@ -59,6 +59,8 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Post("/leads/bulk", s.uiBulk)
 			r.Get("/leads/export.csv", s.uiExportLeads)
 			s.leadUIRoutes(r)
+			r.Get("/settings/notifications", s.uiNotifications)
+			r.Post("/settings/notifications", s.uiSaveNotifications)
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)
