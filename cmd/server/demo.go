@@ -242,7 +242,12 @@ func printDemoBanner(out io.Writer, a *app.App, token, graph string) {
 	fmt.Fprintf(out, "             admin  %s / %s\n", demoAdminEmail, demoAdminPassword)
 	fmt.Fprintf(out, "             staff  %s / %s\n", demoStaffEmail, demoStaffPassword)
 	fmt.Fprintf(out, "  API token: %s   (new each start)\n", token)
-	fmt.Fprintf(out, "  Graph API: %s\n\n", graph)
+	fmt.Fprintf(out, "  Graph API: %s\n", graph)
+	if a.Cfg.SMTPURL == "" {
+		fmt.Fprintf(out, "  E-mail:    not sent (no LEADPIPE_SMTP_URL); every message is in the preview at %s/settings/mail (admin)\n\n", base)
+	} else {
+		fmt.Fprintf(out, "  E-mail:    sent over SMTP; what went out (and what failed) at %s/settings/mail (admin)\n\n", base)
+	}
 	fmt.Fprintf(out, "  Demo sources (fixed demo secrets; each kind signs as its sender does):\n")
 	for _, ds := range demoSources {
 		fmt.Fprintf(out, "    %-12s %s\n", ds.Kind, a.Sources.WebhookURL(demoSlug, ds.Slug))

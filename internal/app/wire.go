@@ -61,7 +61,13 @@ func (a *App) wire(ctx context.Context) error {
 	}, a.now)
 
 	reads := webhooks.NewReads(a.DB)
-	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now), leads.WithReads(a.Reads), a.liveLeads())
+	// Assignments write "assigned to you" into the e-mail outbox in their
+	// own transaction (wire_notify.go).
+	ls := leads.NewService(a.DB, reads, leadEvents{outbox}, leads.WithClock(a.now), leads.WithReads(a.Reads), a.liveLeads(), leads.WithNotifier(notifyAssigned{now: a.now}))
+	nt, err := a.buildNotify(ls)
+	if err != nil {
+		return err
+	}
 
 	// The sla_breach rule counts overdue leads (ls).
 	mon := monitor.NewService(a.DB, a.Tenants, a.Sources, rec, a.Log.With("component", "monitor"),
@@ -116,6 +122,7 @@ func (a *App) wire(ctx context.Context) error {
 		Imports:     imp,
 		Idem:        web.NewIdempotent(idemStore, a.Log),
 		Forms:       fs,
+		Notify:      nt,
 		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
 		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: in.processor, Claimer: in.claimer},
 		Metrics:     metrics,
@@ -125,6 +132,7 @@ func (a *App) wire(ctx context.Context) error {
 
 	a.registerTasks(mon, rc, idemStore, in.processor)
 	a.registerImportTasks(imp)
+	a.registerNotifyTasks(nt)
 	return nil
 }
 

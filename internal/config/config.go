@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"os"
 	"strconv"
@@ -50,6 +51,10 @@ type Config struct {
 	// DuplicateMemory bounds the duplicate fast path in bytes (negative:
 	// off; see internal/webhooks/dupfast.go).
 	DuplicateMemory int64
+	// SMTPURL is where e-mail goes ("" : every message is kept for the
+	// mail preview, docs/NOTIFICATIONS.md); MailFrom its sender.
+	SMTPURL  string
+	MailFrom string
 }
 
 // Var describes one environment variable for docs/OPERATING.md, `server config` and errors.
@@ -267,6 +272,30 @@ var Vars = []Var{
 		if _, err := strconv.ParseBool(v); err != nil {
 			return fmt.Errorf("want true or false")
 		}
+		return nil
+	}},
+	{Name: "LEADPIPE_SMTP_URL", Default: "", Help: "where e-mail is sent: smtp://user:pass@host:587 (STARTTLS; credentials only over TLS), smtps://user:pass@host:465 (implicit TLS), smtp://host:25 (a local relay: STARTTLS when offered). Unset: messages are kept in the admins' mail preview (/settings/mail) instead", Secret: true, parse: func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
+			return fmt.Errorf("want smtp://[user:pass@]host:587 or smtps://[user:pass@]host:465")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("bad port")
+			}
+		}
+		c.SMTPURL = v
+		return nil
+	}},
+	{Name: "LEADPIPE_MAIL_FROM", Default: "Leadpipe <leadpipe@localhost>", Help: "the From of every e-mail (an address, or Name <address>)", parse: func(c *Config, v string) error {
+		a, err := mail.ParseAddress(v)
+		if err != nil {
+			return fmt.Errorf("want an address like Leadpipe <leads@example.com>")
+		}
+		c.MailFrom = a.String()
 		return nil
 	}},
 	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: func(c *Config, v string) error {

@@ -28,7 +28,8 @@ var tableOwners = map[string]string{
 	"rejections": "internal/rejections",
 	"imports":    "internal/imports", "import_chunks": "internal/imports", "import_errors": "internal/imports",
 	"installation": "internal/db", "migrate_lock": "internal/db",
-	"forms": "internal/forms",
+	"forms":         "internal/forms",
+	"notifications": "internal/notify", "notification_prefs": "internal/notify",
 	// goose's own bookkeeping.
 	"goose_db_version": "internal/db",
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -56,6 +57,10 @@ type Service struct {
 	// lead.status_changed) in the transaction of the change (the events
 	// area's outbox); nil: none.
 	Events Emitter
+
+	// notify hears of assignments in their transaction (notify.go); nil:
+	// nobody is told (WithNotifier).
+	notify Notifier
 
 	// changed is told, after the commit, of a lead a person (by: their
 	// user id, "" for a token) created or gave a new owner (ChangeCreated,
@@ -136,6 +141,9 @@ func (e *emitter) emit(ctx context.Context, typ string, l Lead) error {
 // Unchanged and stale records emit nothing. Leads are visited in id order
 // so that concurrent batches take the event sequence rows in one order.
 func (s *Service) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []UpsertOutcome) error {
+	if err := s.notifyAssigned(ctx, x, tenantID, outcomes); err != nil {
+		return err
+	}
 	types := map[string]string{}
 	assignedLeads := map[string]bool{}
 	for _, o := range outcomes {
@@ -221,6 +229,9 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.Now = 
 // (docs/SCALING.md, Database).
 func WithReads(r *db.Reads) Option { return func(s *Service) { s.replica = r } }
 
+// WithNotifier writes notifications of assignments in their transaction.
+func WithNotifier(n Notifier) Option { return func(s *Service) { s.notify = n } }
+
 // WithChanged tells f, after each commit, of the leads people create or
 // reassign (Service.announce); f must not block.
 func WithChanged(f func(tenantID, change string, l Lead, by string)) Option {
@@ -295,6 +306,11 @@ func (s *Service) create(ctx context.Context, tx *sqlx.Tx, tenantID string, acto
 	}
 	if err := insertManual(ctx, tx, l, a); err != nil {
 		return Lead{}, err
+	}
+	if a != nil && s.notify != nil {
+		if err := s.notify.Assigned(ctx, tx, tenantID, []Handover{{LeadID: l.ID, OwnerID: a.OwnerID, Rule: a.RuleName, Cause: CauseNew}}); err != nil {
+			return Lead{}, err
+		}
 	}
 	if err := AddEvent(ctx, tx, tenantID, l.ID, EventCreated, actor.UserID, actor.Name, map[string]any{"manual": true}, now); err != nil {
 		return Lead{}, err
@@ -423,6 +439,14 @@ func (s *Service) applyPatch(ctx context.Context, tx *sqlx.Tx, tenantID string, 
 		if err := AddEvent(ctx, tx, tenantID, id, EventOwnerChanged, actor.UserID, actor.Name,
 			map[string]any{"from": cur.OwnerID, "to": next.OwnerID, "to_name": ownerName}, now); err != nil {
 			return Lead{}, false, err
+		}
+		// The new owner hears of it, unless they gave it to themselves;
+		// the lead's new version names the change.
+		if s.notify != nil && next.OwnerID != nil && *next.OwnerID != actor.UserID {
+			if err := s.notify.Assigned(ctx, tx, tenantID, []Handover{{LeadID: id, OwnerID: *next.OwnerID,
+				Cause: fmt.Sprintf("v%d", cur.Version+1)}}); err != nil {
+				return Lead{}, false, err
+			}
 		}
 	}
 	if tagsChanged {

@@ -23,6 +23,7 @@ import (
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
+	"leadpipe/internal/notify"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks"
 	"leadpipe/internal/webhooks/kinds"
@@ -197,6 +198,9 @@ func (s *Service) erase(ctx context.Context, tx *sqlx.Tx, tenantID, leadID strin
 		return Erased{}, err
 	}
 	detail["events"], detail["attempts"] = ev.Events, ev.Attempts
+	if detail["messages"], err = notify.EraseLead(ctx, tx, tenantID, l.ID, needles); err != nil {
+		return Erased{}, err
+	}
 	// A note's stored response names its lead; a created lead's holds the
 	// fields themselves.
 	if detail["stored_responses"], err = idempotency.ScrubResponses(ctx, tx, tenantID,

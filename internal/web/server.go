@@ -18,6 +18,7 @@ import (
 	"leadpipe/internal/leads"
 	liveinbox "leadpipe/internal/live"
 	"leadpipe/internal/monitor"
+	"leadpipe/internal/notify"
 	"leadpipe/internal/privacy"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/rejections"
@@ -52,6 +53,7 @@ type Server struct {
 	Retention   *retention.Service  // retention settings (API, settings page)
 	Imports     *imports.Service    // CSV imports: upload, progress, refused rows
 	Forms       *forms.Service      // hosted web forms: admin API, builder, public pages
+	Notify      *notify.Service     // e-mail outbox: the mail preview and failed messages (admins)
 	ui          *uiState            // web UI state (login limiter, CSRF guard), built by uiRoutes
 
 	Hooks   http.Handler // POST/GET /hooks/{tenant}/{source}

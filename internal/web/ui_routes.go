@@ -61,6 +61,8 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Get("/leads/export.csv", s.uiExportLeads)
 			s.leadUIRoutes(r)
 			s.mergeUIRoutes(r)
+			r.Get("/settings/notifications", s.uiNotifications)
+			r.Post("/settings/notifications", s.uiSaveNotifications)
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)
@@ -88,6 +90,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Get("/reports/sources", s.uiReportSources)
 				r.Get("/settings/retention", s.uiRetention)
 				r.Post("/settings/retention", s.uiSaveRetention)
+				r.Get("/settings/mail", s.uiMail)
 				s.endpointUIRoutes(r)
 				s.assignmentUIRoutes(r)
 				s.formUIRoutes(r)

@@ -120,6 +120,7 @@ func NavItems(u *User) []NavItem {
 			NavItem{Key: "audit", Label: "Audit log", Href: "/settings/audit", Admin: true},
 			NavItem{Key: "retention", Label: "Retention", Href: "/settings/retention", Admin: true},
 			NavItem{Key: "assignment", Label: "Assignment", Href: "/settings/assignment", Admin: true},
+			NavItem{Key: "mail", Label: "E-mail", Href: "/settings/mail", Admin: true},
 		)
 	}
 	return items

@@ -1,0 +1,57 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"leadpipe/internal/notify"
+	"leadpipe/views/settings"
+)
+
+func mailItem(it notify.Item) settings.MailItem {
+	m := settings.MailItem{ID: it.ID, Kind: it.Kind, State: it.State, Attempts: it.Attempts, At: it.CreatedAt}
+	if it.To != nil {
+		m.To = *it.To
+	}
+	if it.Subject != nil {
+		m.Subject = *it.Subject
+	}
+	if it.LastError != nil {
+		m.LastError = *it.LastError
+	}
+	return m
+}
+
+// uiMail is GET /settings/mail?state=failed&id=: the tenant's e-mail for
+// admins (the preview when no SMTP is configured), one message opened.
+func (s *Server) uiMail(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	q := r.URL.Query()
+	v := settings.MailView{Page: s.page(w, r, "E-mail", "mail"), Sending: s.Notify.Sending(),
+		FailedOnly: q.Get("state") == "failed", Now: time.Now()}
+	items, err := s.Notify.List(r.Context(), sess.Tenant.ID, v.FailedOnly)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	for _, it := range items {
+		v.Items = append(v.Items, mailItem(it))
+	}
+	if id := q.Get("id"); id != "" {
+		it, err := s.Notify.Get(r.Context(), sess.Tenant.ID, id)
+		if err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		m := mailItem(it)
+		v.Open = &m
+		if it.Text != nil {
+			v.OpenText = *it.Text
+		}
+		if it.HTML != nil {
+			v.OpenHTML = *it.HTML
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, http.StatusOK, settings.Mail(v))
+}
