@@ -9,7 +9,8 @@ import (
 )
 
 // Kinds lists the source kinds (README, Using the API).
-var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic"}
+var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic",
+	"linkedin", "hubspot", "webflow", "tally", "tiktok", "token"}
 
 // ReconcileKinds can be pulled from their sender's API.
 var ReconcileKinds = map[string]bool{"typeform": true, "meta": true, "generic": true}

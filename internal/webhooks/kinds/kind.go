@@ -83,6 +83,15 @@ var (
 	_ Kind = metaKind{}
 	_ Kind = googleAdsKind{}
 	_ Kind = (*genericKind)(nil)
+	_ Kind = linkedinKind{}
+	_ Kind = hubspotKind{}
+	_ Kind = webflowKind{}
+	_ Kind = tallyKind{}
+	_ Kind = tiktokKind{}
+	_ Kind = (*tokenKind)(nil)
+
+	_ RequestVerifier = hubspotKind{}
+	_ RequestVerifier = (*tokenKind)(nil)
 )
 
 // Kind names, as stored in a source's `kind`.
@@ -93,11 +102,17 @@ const (
 	Meta        = "meta"
 	GoogleAds   = "google-ads"
 	Generic     = "generic"
+	LinkedIn    = "linkedin"
+	HubSpot     = "hubspot"
+	Webflow     = "webflow"
+	Tally       = "tally"
+	TikTok      = "tiktok"
+	Token       = "token"
 )
 
 // Names lists every kind name.
 func Names() []string {
-	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic}
+	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok, Token}
 }
 
 // New returns the kind by name. config is the source's `config` JSON; only
@@ -120,6 +135,22 @@ func New(name string, config json.RawMessage) (Kind, error) {
 			return nil, fmt.Errorf("%w: generic: %s", ErrInvalidConfig, joinProblems(problems))
 		}
 		return cfg, nil
+	case LinkedIn:
+		return linkedinKind{}, nil
+	case HubSpot:
+		return hubspotKind{}, nil
+	case Webflow:
+		return webflowKind{}, nil
+	case Tally:
+		return tallyKind{}, nil
+	case TikTok:
+		return tiktokKind{}, nil
+	case Token:
+		cfg, problems := parseTokenConfig(config)
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("%w: token: %s", ErrInvalidConfig, joinProblems(problems))
+		}
+		return cfg, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
 }
@@ -132,11 +163,14 @@ func ValidateConfig(name string, config json.RawMessage) map[string]string {
 	case Generic:
 		_, problems := parseGenericConfig(config)
 		return problems
-	case Standard, Timestamped, Typeform, Meta, GoogleAds:
+	case Token:
+		_, problems := parseTokenConfig(config)
+		return problems
+	case Standard, Timestamped, Typeform, Meta, GoogleAds, LinkedIn, HubSpot, Webflow, Tally, TikTok:
 		if isEmptyConfig(config) {
 			return map[string]string{}
 		}
-		return map[string]string{"config": "only generic sources take a config"}
+		return map[string]string{"config": "only generic and token sources take a config"}
 	}
 	return map[string]string{"kind": "must be one of " + strings.Join(Names(), ", ")}
 }
@@ -152,7 +186,7 @@ func GenerateSecret(name string) (string, error) {
 		return "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), nil
 	case Timestamped:
 		return "whsec_" + hex.EncodeToString(randomBytes(32)), nil
-	case Typeform, Meta, GoogleAds, Generic:
+	case Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok, Token:
 		return hex.EncodeToString(randomBytes(32)), nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrUnknownKind, name)
@@ -175,7 +209,11 @@ func ValidateSecret(name, secret string) error {
 		if _, ok := standardKey(secret); !ok {
 			return errors.New(`must be "whsec_" followed by base64`)
 		}
-	case Timestamped, Typeform, Meta, GoogleAds, Generic:
+	case Timestamped, Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok:
+	case Token:
+		if len(secret) < 16 {
+			return errors.New("must be at least 16 characters: it is the only proof a token sender gives")
+		}
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownKind, name)
 	}
@@ -261,6 +299,9 @@ const (
 	ReasonStaleTimestamp   = "stale_timestamp"
 	ReasonTooLarge         = "too_large"
 	ReasonUnknownKind      = "unknown_kind"
+	ReasonAddressRefused   = "address_refused"
+	ReasonSecretInQuery    = "secret_in_query"
+	ReasonBadForm          = "bad_form"
 )
 
 // RejectReason names why err refused a request and, for a stale
@@ -273,6 +314,12 @@ func RejectReason(err error) (reason string, skewSeconds *int64) {
 		return ReasonUnknownKind, nil
 	case errors.Is(err, ErrMissingSignature):
 		return ReasonMissingSignature, nil
+	case errors.Is(err, ErrAddressNotAllowed):
+		return ReasonAddressRefused, nil
+	case errors.Is(err, ErrSecretInQuery):
+		return ReasonSecretInQuery, nil
+	case errors.Is(err, ErrFormBody):
+		return ReasonBadForm, nil
 	case errors.As(err, &se) && errors.Is(err, ErrStaleTimestamp):
 		skew := se.skew
 		return ReasonStaleTimestamp, &skew
