@@ -123,7 +123,7 @@ func (a *App) wire(ctx context.Context) error {
 			},
 			MaxBody: web.MaxAPIBody,
 		},
-		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
+		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log, Cfg: a.Cfg},
 		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: a.Processor, Claimer: claimer},
 		Metrics:     metrics,
 		Extra:       a.operatorRoutes(),

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 func (s *Server) tenantSlug(r *http.Request) (string, error) {
@@ -49,6 +50,7 @@ func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.Sources.View(slug, src)
 	v.Secret = secret
+	v.SecretWebhookURL = secretWebhookURL(v, secret)
 	w.Header().Set("Location", "/api/v1/sources/"+src.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	WriteJSON(w, http.StatusCreated, v)
@@ -65,7 +67,29 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, s.Sources.View(slug, src))
+	v := s.Sources.View(slug, src)
+	if src.Kind == kinds.Token { // the secret URL is how Unbounce or Jotform is set up later
+		secrets, err := s.Sources.Secrets(r.Context(), Tenant(r), src.ID)
+		if err != nil {
+			WriteError(w, r, s.Log, err)
+			return
+		}
+		if len(secrets) > 0 {
+			v.SecretWebhookURL = secretWebhookURL(v, secrets[0])
+			w.Header().Set("Cache-Control", "no-store")
+		}
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// secretWebhookURL is a token source's secret webhook URL for its current
+// secret (docs/SENDERS.md, "Senders that can neither sign nor set a
+// header"); "" for other kinds.
+func secretWebhookURL(v sources.View, secret string) string {
+	if v.Kind != kinds.Token || secret == "" {
+		return ""
+	}
+	return v.WebhookURL + "/" + kinds.SecretURLToken(secret)
 }
 
 func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
@@ -113,6 +137,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.Sources.View(slug, src)
 	v.Secret = secret
+	v.SecretWebhookURL = secretWebhookURL(v, secret)
 	w.Header().Set("Cache-Control", "no-store")
 	WriteJSON(w, http.StatusOK, v)
 }

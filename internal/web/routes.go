@@ -33,6 +33,7 @@ func (s *Server) Routes() http.Handler {
 	r.Get("/api/asyncapi.yaml", s.asyncAPISpec)
 	r.Method(http.MethodGet, "/metrics", s.requireMetricsToken(s.Metrics))
 	r.Handle("/hooks/{tenant}/{source}", s.Hooks)
+	r.Handle("/hooks/{tenant}/{source}/{url_secret}", s.Hooks)
 
 	r.Route("/api/admin/v1", func(r chi.Router) {
 		r.Use(s.RequireOperator)
