@@ -32,6 +32,11 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
 }
 
+// listSourceKinds is the source catalog (GET /api/v1/source-kinds).
+func (s *Server) listSourceKinds(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]any{"items": kinds.Catalog(), "next_cursor": nil})
+}
+
 func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	var in sources.CreateInput
 	if err := DecodeJSON(w, r, &in); err != nil {

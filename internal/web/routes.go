@@ -69,6 +69,7 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/leads/{id}/export", s.apiExportLead)
 		admin.Post("/leads/{id}/erase", s.Idem.Wrap(s.apiEraseLead))
 
+		manage.Get("/source-kinds", s.listSourceKinds)
 		manage.Get("/sources", s.listSources)
 		manage.Post("/sources", s.createSource)
 		manage.Get("/sources/{id}", s.getSource)

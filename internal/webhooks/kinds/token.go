@@ -247,8 +247,8 @@ func (t *tokenKind) Parse(h http.Header, body []byte) ([]Record, error) {
 }
 
 // Map: fields by the configured paths, else by name from the top level (or
-// an Unbounce body's unpacked data.json); natural key from the configured
-// path, else the email.
+// an Unbounce body's unpacked data.json, or a Webflow body's payload.data);
+// natural key from the configured path, else the email.
 func (t *tokenKind) Map(raw json.RawMessage) (Lead, error) {
 	doc := decodeObject(raw)
 	if doc == nil {
@@ -259,14 +259,20 @@ func (t *tokenKind) Map(raw json.RawMessage) (Lead, error) {
 		return Lead{}, err
 	}
 	flat := doc
-	if d := doc.object("data.json"); d != nil { // Unbounce
-		flat = object{}
-		for k, v := range doc {
-			flat[k] = v
+	// Unbounce's unpacked data.json, and a Webflow dashboard webhook's
+	// payload.data, hold the form's fields.
+	for _, d := range []object{doc.object("data.json"), doc.object("payload").object("data")} {
+		if d == nil {
+			continue
+		}
+		merged := object{}
+		for k, v := range flat {
+			merged[k] = v
 		}
 		for k, v := range d {
-			flat[k] = firstValue(v)
+			merged[k] = firstValue(v)
 		}
+		flat = merged
 	}
 	l := flatLead(flat)
 	field := func(name string) string {
