@@ -68,7 +68,7 @@ func (h Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := http.MaxBytesReader(w, r.Body, webhooks.MaxBody)
 	ack, err := h.In.Receive(r.Context(), webhooks.Call{Tenant: tenant, Source: source, Header: r.Header,
 		Body: tooLargeReader{body}, RemoteAddr: r.RemoteAddr, ContentLength: r.ContentLength,
-		Method: r.Method, URI: h.baseURL() + r.URL.RequestURI(), ClientAddr: ClientAddr(r, h.Cfg != nil && h.Cfg.TrustProxyHeaders),
+		Method: r.Method, BaseURL: h.baseURL(), RequestURI: requestURI(r), ClientAddr: ClientAddr(r, h.Cfg != nil && h.Cfg.TrustProxyHeaders),
 		URLSecret: urlSecret})
 	if err != nil {
 		h.fail(w, r, err)
@@ -162,4 +162,13 @@ func RedactPath(p string) string {
 		return "/hooks/" + parts[2] + "/" + parts[3] + "/…"
 	}
 	return p
+}
+
+// requestURI is the path and query exactly as the sender wrote them (what
+// HubSpot signs), else as the URL re-encodes them.
+func requestURI(r *http.Request) string {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		return r.RequestURI
+	}
+	return r.URL.RequestURI()
 }

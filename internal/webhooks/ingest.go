@@ -64,9 +64,11 @@ type Call struct {
 	ContentLength int64
 	// What kinds that check more than headers need (kinds.Request): the
 	// method, the public URI and the real client address.
-	Method     string
-	URI        string
-	ClientAddr netip.Addr
+	Method string
+	// The public URI is BaseURL + RequestURI, joined only for the kinds
+	// that read it.
+	BaseURL, RequestURI string
+	ClientAddr          netip.Addr
 	// URLSecret is the last segment of a secret webhook URL
 	// (/hooks/{tenant}/{source}/{url_secret}); "" for the plain URL.
 	URLSecret string
@@ -129,7 +131,10 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	src := res.Source
 	kindName = src.Kind
 	in.rememberSecrets(c.Tenant, c.Source, res)
-	req := kinds.Request{Header: c.Header, Method: c.Method, URI: c.URI, ClientAddr: c.ClientAddr}
+	req := kinds.Request{Header: c.Header, Method: c.Method, ClientAddr: c.ClientAddr}
+	if src.Kind == kinds.HubSpot || src.Kind == kinds.Token {
+		req.URI = c.BaseURL + c.RequestURI
+	}
 	if c.URLSecret != "" {
 		k, kerr := kinds.New(src.Kind, src.Config)
 		if kerr != nil || !kinds.VerifyURLToken(k, req, c.URLSecret, res.Secrets) {

@@ -37,6 +37,10 @@ var (
 // IsFormBody reports whether a Content-Type is a form encoding FormJSON
 // converts.
 func IsFormBody(contentType string) bool {
+	// The common JSON case costs no parse (the ingest hot path).
+	if len(contentType) < 19 || (contentType[0]|0x20 != 'a' && contentType[0]|0x20 != 'm') {
+		return false
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data")
 }
