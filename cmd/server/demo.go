@@ -50,6 +50,13 @@ var demoSources = []demoSource{
 	{Slug: "google-ads", Name: "Google Ads lead form", Kind: "google-ads", Secret: "leadpipe-demo-google-key"},
 	{Slug: "generic", Name: "Partner CRM (generic HMAC)", Kind: "generic", Secret: "leadpipe-demo-generic",
 		Config: kinds.SampleConfig("generic")},
+	{Slug: "linkedin", Name: "LinkedIn Lead Gen Forms", Kind: "linkedin", Secret: "leadpipe-demo-linkedin-client-secret"},
+	{Slug: "hubspot", Name: "HubSpot contacts", Kind: "hubspot", Secret: "leadpipe-demo-hubspot-client-secret"},
+	{Slug: "webflow", Name: "Webflow site forms", Kind: "webflow", Secret: "leadpipe-demo-webflow-client-secret"},
+	{Slug: "tally", Name: "Tally survey", Kind: "tally", Secret: "leadpipe-demo-tally-signing-secret"},
+	{Slug: "tiktok", Name: "TikTok lead ads", Kind: "tiktok", Secret: "leadpipe-demo-tiktok-client-secret"},
+	{Slug: "zapier", Name: "Zapier (token)", Kind: "token", Secret: "leadpipe-demo-zapier-token-secret",
+		Config: kinds.SampleConfig("token")},
 }
 
 // Meta sends only a lead's id by webhook; its fields come from the Graph

@@ -90,14 +90,14 @@ func demoSend(ctx context.Context, cfg *config.Config, args []string, getenv fun
 				j := list[i]
 				now := time.Now()
 				body := kinds.SampleBody(j.src.Kind, j.id, j.ref, j.fields, now)
-				h, body, err := kinds.Sign(j.src.Kind, j.src.Config, j.src.Secret, j.id, body, now)
+				url := strings.TrimRight(*base, "/") + "/hooks/" + *tenant + "/" + j.src.Slug
+				h, body, err := kinds.SignTo(j.src.Kind, j.src.Config, j.src.Secret, j.id, url, body, now) // HubSpot signs the URL
 				if err != nil {
 					mu.Lock()
 					statuses["sign error"]++
 					mu.Unlock()
 					continue
 				}
-				url := strings.TrimRight(*base, "/") + "/hooks/" + *tenant + "/" + j.src.Slug
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 				if err != nil { // a -url that is no URL
 					mu.Lock()

@@ -123,7 +123,7 @@ func (a *App) wire(ctx context.Context) error {
 		Idem:        web.NewIdempotent(idemStore, a.Log),
 		Forms:       fs,
 		Notify:      nt,
-		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log},
+		Hooks:       web.Hooks{In: a.Ingest, Log: a.Log, Cfg: a.Cfg},
 		DeliveryOps: &webhooks.Admin{DB: a.DB, Sources: a.Sources, Processor: in.processor, Claimer: in.claimer},
 		Metrics:     metrics,
 		Extra:       a.operatorRoutes(),

@@ -201,8 +201,8 @@ func (s *Service) checkConfig(kind string, cfg json.RawMessage) (json.RawMessage
 		}
 		return nil, f
 	}
-	if kind != "generic" {
-		f["config"] = "only generic sources take a config"
+	if kind != "generic" && kind != "token" {
+		f["config"] = "only generic and token sources take a config"
 		return nil, f
 	}
 	var obj map[string]any

@@ -9,7 +9,8 @@ import (
 )
 
 // Kinds lists the source kinds (docs/API.md, "Sources").
-var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic"}
+var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads", "generic",
+	"linkedin", "hubspot", "webflow", "tally", "tiktok", "token"}
 
 // ReconcileKinds can be pulled from their sender's API.
 var ReconcileKinds = map[string]bool{"typeform": true, "meta": true, "generic": true}
@@ -43,17 +44,20 @@ func (s Source) ReconcileEnabled() bool {
 
 // View is a source as the API shows it.
 type View struct {
-	ID             string          `json:"id"`
-	Slug           string          `json:"slug"`
-	Name           string          `json:"name"`
-	Kind           string          `json:"kind"`
-	WebhookURL     string          `json:"webhook_url"`
-	Config         json.RawMessage `json:"config,omitempty"`
-	Reconcile      *ReconcileView  `json:"reconcile"`
-	Secret         string          `json:"secret,omitempty"` // only in the create and rotate responses
-	HasVerifyToken bool            `json:"has_verify_token,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	ID         string          `json:"id"`
+	Slug       string          `json:"slug"`
+	Name       string          `json:"name"`
+	Kind       string          `json:"kind"`
+	WebhookURL string          `json:"webhook_url"`
+	Config     json.RawMessage `json:"config,omitempty"`
+	Reconcile  *ReconcileView  `json:"reconcile"`
+	Secret     string          `json:"secret,omitempty"` // only in the create and rotate responses
+	// SecretWebhookURL: token sources only, for senders that can set no
+	// header (create, rotate and the single source's GET).
+	SecretWebhookURL string    `json:"secret_webhook_url,omitempty"`
+	HasVerifyToken   bool      `json:"has_verify_token,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 // ReconcileView never shows the access token.

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"leadpipe/internal/sources"
+	"leadpipe/internal/webhooks/kinds"
 )
 
 func (s *Server) tenantSlug(r *http.Request) (string, error) {
@@ -31,6 +32,11 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
 }
 
+// listSourceKinds is the source catalog (GET /api/v1/source-kinds).
+func (s *Server) listSourceKinds(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]any{"items": kinds.Catalog(), "next_cursor": nil})
+}
+
 func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	var in sources.CreateInput
 	if err := DecodeJSON(w, r, &in); err != nil {
@@ -49,6 +55,7 @@ func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.Sources.View(slug, src)
 	v.Secret = secret
+	v.SecretWebhookURL = secretWebhookURL(v, secret)
 	w.Header().Set("Location", "/api/v1/sources/"+src.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	WriteJSON(w, http.StatusCreated, v)
@@ -60,6 +67,16 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerSource(w, r, src, "")
+}
+
+// secretWebhookURL is a token source's secret webhook URL for its current
+// secret (docs/SENDERS.md, "Senders that can neither sign nor set a
+// header"); "" for other kinds.
+func secretWebhookURL(v sources.View, secret string) string {
+	if v.Kind != kinds.Token || secret == "" {
+		return ""
+	}
+	return v.WebhookURL + "/" + kinds.SecretURLToken(secret)
 }
 
 func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
@@ -116,8 +133,20 @@ func (s *Server) answerSource(w http.ResponseWriter, r *http.Request, src source
 		return
 	}
 	v := s.Sources.View(slug, src)
+	if secret == "" && src.Kind == kinds.Token { // the secret URL is how Unbounce or Jotform is set up later
+		secrets, err := s.Sources.Secrets(r.Context(), Tenant(r), src.ID)
+		if err != nil {
+			WriteError(w, r, s.Log, err)
+			return
+		}
+		if len(secrets) > 0 {
+			v.SecretWebhookURL = secretWebhookURL(v, secrets[0])
+			w.Header().Set("Cache-Control", "no-store")
+		}
+	}
 	if secret != "" {
 		v.Secret = secret
+		v.SecretWebhookURL = secretWebhookURL(v, secret)
 		w.Header().Set("Cache-Control", "no-store")
 	}
 	WriteJSON(w, http.StatusOK, v)

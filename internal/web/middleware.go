@@ -182,7 +182,7 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					log.ErrorContext(ctx, "panic", "panic", p, "request_id", id, "path", r.URL.Path)
+					log.ErrorContext(ctx, "panic", "panic", p, "request_id", id, "path", RedactPath(r.URL.Path))
 					if sw.status == 0 {
 						WriteProblem(sw, r, http.StatusInternalServerError, "internal error", nil)
 					}
@@ -205,7 +205,7 @@ func RequestLog(log *slog.Logger) func(http.Handler) http.Handler {
 				if route != nil {
 					pattern = route.RoutePattern()
 				}
-				log.Log(ctx, lvl, "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "route", pattern,
+				log.Log(ctx, lvl, "http", "request_id", id, "method", r.Method, "path", RedactPath(r.URL.Path), "route", pattern,
 					"status", sw.status, "bytes", sw.bytes, "dur_ms", float64(time.Since(start).Microseconds())/1000,
 					"tenant_id", la.tenantID, "user_id", la.userID)
 			}()

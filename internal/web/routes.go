@@ -39,6 +39,7 @@ func (s *Server) Routes() http.Handler {
 	r.Options("/f/{tenant}/{form}", s.formPreflight)
 	r.Get("/f/{tenant}/{form}/thanks", s.formThanks)
 	r.Get("/f/{tenant}/{form}/embed.js", s.formEmbed)
+	r.Handle("/hooks/{tenant}/{source}/{url_secret}", s.Hooks)
 
 	r.Route("/api/admin/v1", func(r chi.Router) {
 		r.Use(s.RequireOperator)
@@ -74,6 +75,7 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/leads/{id}/export", s.apiExportLead)
 		admin.Post("/leads/{id}/erase", s.Idem.Wrap(s.apiEraseLead))
 
+		manage.Get("/source-kinds", s.listSourceKinds)
 		manage.Get("/sources", s.listSources)
 		manage.Post("/sources", s.createSource)
 		manage.Get("/sources/{id}", s.getSource)

@@ -23,7 +23,7 @@ func endRequestSpan(span trace.Span, r *http.Request, status int) {
 		status = http.StatusOK
 	}
 	span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", pattern),
-		attribute.String("url.path", r.URL.Path), attribute.Int("http.response.status_code", status))
+		attribute.String("url.path", RedactPath(r.URL.Path)), attribute.Int("http.response.status_code", status))
 	if status >= 500 {
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}

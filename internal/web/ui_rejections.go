@@ -98,11 +98,23 @@ func (s *Server) sendTestDelivery(r *http.Request, tenantSlug string, src source
 	if body == nil {
 		return "Leadpipe has no sample delivery for this kind of source."
 	}
-	h, body, err := kinds.Sign(src.Kind, src.Config, secrets[0], id, body, now)
+	if src.Kind == kinds.Token { // a preset's sender sends its own shape
+		var cfg struct{ Preset string }
+		_ = json.Unmarshal(src.Config, &cfg)
+		if e, ok := kinds.CatalogEntryFor(src.Kind, cfg.Preset); ok && cfg.Preset != "" {
+			body = e.Sample
+		}
+	}
+	path := "/hooks/" + tenantSlug + "/" + src.Slug
+	base := ""
+	if s.Cfg != nil {
+		base = s.Cfg.BaseURL
+	}
+	// Signed exactly as the vendor signs, HubSpot over the public URI.
+	h, body, err := kinds.SignTo(src.Kind, src.Config, secrets[0], id, base+path, body, now)
 	if err != nil {
 		return "The test delivery could not be signed: " + err.Error()
 	}
-	path := "/hooks/" + tenantSlug + "/" + src.Slug
 	req := httptest.NewRequestWithContext(r.Context(), http.MethodPost, path, bytes.NewReader(body))
 	req.Header = h
 	req.RemoteAddr = "127.0.0.1:0"

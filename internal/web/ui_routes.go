@@ -67,6 +67,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)
 				r.Get("/sources", s.uiSources)
+				r.Get("/sources/add", s.uiSourceCatalog)
 				r.Post("/sources", s.uiCreateSource)
 				r.Get("/sources/{id}", s.uiSource)
 				s.importUIRoutes(r)

@@ -217,6 +217,9 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 		Source: srcviews.Source{ID: src.ID, Name: src.Name, Slug: src.Slug, Kind: src.Kind,
 			WebhookURL: s.Sources.WebhookURL(sess.Tenant.Slug, src.Slug), Config: prettyJSON(src.Config),
 			HasVerifyToken: len(src.VerifyTokenEnc) > 0, LiveSecrets: len(secrets), CreatedAt: src.CreatedAt}}
+	if src.Kind == kinds.Token && secret != "" {
+		v.Source.SecretWebhookURL = v.Source.WebhookURL + "/" + kinds.SecretURLToken(secret)
+	}
 	if flash != "" {
 		v.Page.Flash = flash
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -47,6 +48,8 @@ type Ingest struct {
 	Rejections RejectionSink
 	Log        *slog.Logger
 	Now        func() time.Time
+
+	memory secretMemory // LinkedIn secrets for its validation GET (challenge.go)
 }
 
 // Call is one request to /hooks/{tenant}/{source} as the HTTP layer read
@@ -59,7 +62,25 @@ type Call struct {
 	// For the rejected-request inspector: the peer and the declared length.
 	RemoteAddr    string
 	ContentLength int64
+	// What kinds that check more than headers need (kinds.Request): the
+	// method, the public URI and the real client address.
+	Method string
+	// The public URI is BaseURL + RequestURI, joined only for the kinds
+	// that read it.
+	BaseURL, RequestURI string
+	ClientAddr          netip.Addr
+	// URLSecret is the last segment of a secret webhook URL
+	// (/hooks/{tenant}/{source}/{url_secret}); "" for the plain URL.
+	URLSecret string
 }
+
+// errNoEndpoint is the answer to an unknown source and to a wrong secret
+// URL alike.
+var errNoEndpoint = apperr.New(apperr.NotFound, "no such webhook endpoint")
+
+// batchKind: one POST of the kind carries several deliveries, answered
+// with one item each.
+func batchKind(kind string) bool { return kind == kinds.Meta || kind == kinds.HubSpot }
 
 // ItemResult is one record's answer in a batch (Meta's entries).
 type ItemResult struct {
@@ -109,6 +130,18 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	}
 	src := res.Source
 	kindName = src.Kind
+	in.rememberSecrets(c.Tenant, c.Source, res)
+	req := kinds.Request{Header: c.Header, Method: c.Method, ClientAddr: c.ClientAddr}
+	if src.Kind == kinds.HubSpot || src.Kind == kinds.Token {
+		req.URI = c.BaseURL + c.RequestURI
+	}
+	if c.URLSecret != "" {
+		k, kerr := kinds.New(src.Kind, src.Config)
+		if kerr != nil || !kinds.VerifyURLToken(k, req, c.URLSecret, res.Secrets) {
+			result = "not_found"
+			return Ack{}, errNoEndpoint
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(c.Body, MaxBody+1))
 	if len(body) > MaxBody {
 		result = "too_large"
@@ -133,13 +166,27 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	now := in.now()
 	traceRequest(ctx, res.TenantID, src)
 	_, vspan := tracing.Start(ctx, "webhook.verify")
-	err = k.Verify(c.Header, body, res.Secrets, now)
+	if c.URLSecret == "" { // a secret URL already proved the sender
+		err = kinds.VerifyRequest(k, req, body, res.Secrets, now)
+	}
 	endSpan(vspan, err)
 	if err != nil {
 		result = "rejected"
 		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
 		in.recordRejection(c, res, "", err, body, now)
 		return Ack{}, apperr.Wrap(apperr.Unauthorized, err, "%s", signatureDetail(err))
+	}
+	// A form body becomes the JSON object that is stored (its signature,
+	// where there is one, was checked on the raw bytes above).
+	if ct := c.Header.Get("Content-Type"); kinds.IsFormBody(ct) {
+		obj, ferr := kinds.FormJSON(ct, body)
+		if ferr != nil {
+			result = "rejected"
+			in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)
+			in.recordRejection(c, res, "", ferr, body, now)
+			return Ack{}, formError(ferr)
+		}
+		body = obj
 	}
 	// A duplicate this process has seen recently, recognised by a delivery
 	// id in a header: it needs nothing from the body (the original was
@@ -163,7 +210,7 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 		// is listed, counted and can be reprocessed once the mapping is
 		// fixed.
 		records, err = k.Parse(c.Header, body)
-		if err == nil && len(records) == 1 && src.Kind != kinds.Meta {
+		if err == nil && len(records) == 1 && !batchKind(src.Kind) {
 			if orig, done := in.answerKnownDuplicate(ctx, res.TenantID, src.ID, records[0].DeliveryID, now); done {
 				result = AckDuplicate
 				return Ack{Status: AckDuplicate, DeliveryID: orig}, nil
@@ -209,7 +256,7 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 		ack.Status = AckAccepted
 	}
 	result = ack.Status
-	if src.Kind == kinds.Meta {
+	if batchKind(src.Kind) {
 		ack.Items = items
 	} else {
 		ack.DeliveryID = items[0].DeliveryID
@@ -217,41 +264,87 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	return ack, nil
 }
 
+// formError maps a refused form body to its status: a file part is an
+// unsupported media type, too many or too large fields too large, anything
+// else a bad request.
+func formError(err error) error {
+	switch {
+	case errors.Is(err, kinds.ErrFormFile):
+		return apperr.Wrap(apperr.UnsupportedMediaType, err, "%s", err.Error())
+	case errors.Is(err, kinds.ErrFormFields), errors.Is(err, kinds.ErrFormFieldSize):
+		return apperr.Wrap(apperr.TooLarge, err, "%s", err.Error())
+	}
+	return apperr.Wrap(apperr.BadRequest, err, "%s", err.Error())
+}
+
 func signatureDetail(err error) string {
 	msg := err.Error()
+	if errors.Is(err, kinds.ErrSecretInQuery) || errors.Is(err, kinds.ErrAddressNotAllowed) {
+		return msg
+	}
 	if !strings.Contains(msg, "signature") && !strings.Contains(msg, "timestamp") {
 		return "invalid signature"
 	}
 	return msg
 }
 
-// Handshake answers Meta's subscription check (GET with hub.mode,
-// hub.verify_token and hub.challenge): the challenge to echo, or
-// forbidden. Other kinds answer GET with ErrNoHandshake.
-func (in *Ingest) Handshake(ctx context.Context, tenant, source string, query url.Values) (string, error) {
+// HandshakeAnswer is the body of a GET handshake's 200.
+type HandshakeAnswer struct {
+	Body string
+	JSON bool // LinkedIn's answer is JSON; Meta's is the bare challenge
+}
+
+var errNoChallengeCode = apperr.New(apperr.BadRequest, "challengeCode is missing: LinkedIn validates the URL with GET ?challengeCode=<uuid>")
+
+// Handshake answers a sender's GET check: Meta's subscription check
+// (hub.mode, hub.verify_token, hub.challenge: the challenge to echo, or
+// forbidden) and LinkedIn's URL validation (?challengeCode=: the HMAC
+// answer in JSON). Other kinds answer GET with ErrNoHandshake.
+func (in *Ingest) Handshake(ctx context.Context, tenant, source string, query url.Values) (HandshakeAnswer, error) {
 	start := time.Now()
 	kindName, result := "unknown", "error"
 	defer func() { in.Stats.ObserveIngest(kindName, result, time.Since(start)) }()
+	// LinkedIn re-validates every 2 hours and blocks the URL after three
+	// failures: a source this process has seen answers from memory, so the
+	// answer holds while the database is down (docs/SENDERS.md).
+	if secrets, ok := in.knownSecrets(ctx, tenant, source); ok {
+		kindName, result = kinds.LinkedIn, "handshake"
+		return linkedinAnswer(query, secrets)
+	}
 	res, err := in.Sources.Resolve(ctx, tenant, source)
 	if err != nil {
 		result = "not_found"
-		return "", err
+		return HandshakeAnswer{}, err
 	}
 	kindName = res.Source.Kind
-	if res.Source.Kind != kinds.Meta {
+	switch res.Source.Kind {
+	case kinds.LinkedIn:
+		in.rememberSecrets(tenant, source, res)
+		result = "handshake"
+		return linkedinAnswer(query, res.Secrets)
+	case kinds.Meta:
+	default:
 		result = "method"
-		return "", ErrNoHandshake
+		return HandshakeAnswer{}, ErrNoHandshake
 	}
 	result = "handshake"
 	token, err := in.Sources.VerifyToken(res.Source)
 	if err != nil {
-		return "", err
+		return HandshakeAnswer{}, err
 	}
 	challenge, ok := kinds.MetaVerifyHandshake(query, token)
 	if !ok {
-		return "", errHandshake
+		return HandshakeAnswer{}, errHandshake
 	}
-	return challenge, nil
+	return HandshakeAnswer{Body: challenge}, nil
+}
+
+func linkedinAnswer(query url.Values, secrets []string) (HandshakeAnswer, error) {
+	b, ok := kinds.LinkedInChallenge(query.Get("challengeCode"), secrets)
+	if !ok {
+		return HandshakeAnswer{}, errNoChallengeCode
+	}
+	return HandshakeAnswer{Body: string(b), JSON: true}, nil
 }
 
 func (in *Ingest) deadLetter(ctx context.Context, tenantID string, src sources.Source, h http.Header, body []byte, cause error, now time.Time) error {

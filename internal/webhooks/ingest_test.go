@@ -81,7 +81,7 @@ func newSource(t testing.TB, e *apptest.Env, tenantID, slug, kind string) source
 func signed(t testing.TB, s source, deliveryID, ref string, f kinds.Lead, now time.Time) (http.Header, []byte) {
 	t.Helper()
 	body := kinds.SampleBody(s.Kind, deliveryID, ref, f, now)
-	h, b, err := kinds.Sign(s.Kind, kinds.SampleConfig(s.Kind), s.Secret, deliveryID, body, now)
+	h, b, err := kinds.SignTo(s.Kind, kinds.SampleConfig(s.Kind), s.Secret, deliveryID, s.URL, body, now)
 	if err != nil {
 		t.Fatalf("sign: %v", err)
 	}
@@ -117,7 +117,12 @@ func TestEveryKindEndToEnd(t *testing.T) {
 			if kind == kinds.GoogleAds { // no body signature: the key in the body is the credential
 				tampered = bytes.Replace(body, []byte(s.Secret), []byte(s.Secret[:len(s.Secret)-1]+"x"), 1)
 			}
-			if r := send(t, s.URL, h, tampered); r.Status != 401 {
+			th := h
+			if kind == kinds.Token { // no body signature: the token is the credential
+				th, tampered = h.Clone(), body
+				th.Set("Authorization", "Bearer "+s.Secret[:len(s.Secret)-1])
+			}
+			if r := send(t, s.URL, th, tampered); r.Status != 401 {
 				t.Fatalf("tampered: %d %s", r.Status, r.Body)
 			}
 			// Wrong secret → 401.
@@ -131,7 +136,7 @@ func TestEveryKindEndToEnd(t *testing.T) {
 				t.Fatalf("wrong secret: %d %s", r.Status, r.Body)
 			}
 			// Stale and future timestamps where the kind has one.
-			if kind == kinds.Standard || kind == kinds.Timestamped {
+			if kind == kinds.Standard || kind == kinds.Timestamped || kind == kinds.HubSpot || kind == kinds.Webflow || kind == kinds.TikTok {
 				for _, skew := range []time.Duration{-6 * time.Minute, 6 * time.Minute} {
 					sh, sb := signed(t, s, "dlv-"+kind+"-1", "ref-"+kind+"-1", f, now.Add(skew))
 					if r := send(t, s.URL, sh, sb); r.Status != 401 {
@@ -151,7 +156,7 @@ func TestEveryKindEndToEnd(t *testing.T) {
 			if r2.Status != 200 || r2.Ack.Status != "duplicate" {
 				t.Fatalf("repeat: %d %s", r2.Status, r2.Body)
 			}
-			if kind == kinds.Meta {
+			if kind == kinds.Meta || kind == kinds.HubSpot {
 				if r.Ack.Items[0].DeliveryID != r2.Ack.Items[0].DeliveryID || r2.Ack.Items[0].Status != "duplicate" {
 					t.Fatalf("meta items %s / %s", r.Body, r2.Body)
 				}
@@ -167,7 +172,13 @@ func TestEveryKindEndToEnd(t *testing.T) {
 			if err := e.App.DB.GetContext(context.Background(), &l, `SELECT `+leads.LeadCols+` FROM leads WHERE tenant_id = ? AND source_id = ?`, ten.ID, s.ID); err != nil {
 				t.Fatal(err)
 			}
-			if kind != kinds.Meta { // a meta webhook carries only the leadgen id until enrichment
+			switch kind {
+			case kinds.Meta, kinds.LinkedIn: // the webhook carries only the lead's id until enrichment
+			case kinds.HubSpot: // one propertyChange event: the email alone
+				if l.Email != f.Email {
+					t.Fatalf("lead fields %+v", l)
+				}
+			default:
 				if l.Email != f.Email || l.Name != f.Name {
 					t.Fatalf("lead fields %+v", l)
 				}

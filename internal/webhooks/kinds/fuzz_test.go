@@ -15,16 +15,20 @@ import (
 var fuzzSecrets = map[string]string{
 	Standard: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Timestamped: "whsec_fuzz", Typeform: "fuzz",
 	Meta: "fuzz", GoogleAds: "fuzz-google-key", Generic: "fuzz",
+	LinkedIn: "fuzz", HubSpot: "fuzz", Webflow: "fuzz", Tally: "fuzz", TikTok: "fuzz", Token: "fuzz-token-secret",
 }
 
 // fuzzHeaders puts the fuzzed values into every header any kind reads.
 func fuzzHeaders(sig, ts, id string) http.Header {
 	h := http.Header{}
 	for _, name := range []string{headerWebhookSignature, "Webhook-Signature", "Stripe-Signature", "Calendly-Webhook-Signature",
-		headerTypeformSignature, headerHubSignature256, "X-Signature"} {
+		headerTypeformSignature, headerHubSignature256, "X-Signature", headerLinkedInSignature, headerHubSpotSignatureV3,
+		headerWebflowSignature, headerTallySignature, headerTikTokSignature, "Authorization"} {
 		h[http.CanonicalHeaderKey(name)] = []string{sig}
 	}
 	h[http.CanonicalHeaderKey(headerWebhookTimestamp)] = []string{ts}
+	h[http.CanonicalHeaderKey(headerHubSpotTimestamp)] = []string{ts}
+	h[http.CanonicalHeaderKey(headerWebflowTimestamp)] = []string{ts}
 	h[http.CanonicalHeaderKey(headerWebhookID)] = []string{id}
 	return h
 }
@@ -63,7 +67,7 @@ func FuzzVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kindIdx uint8, sig, ts, id string, body []byte) {
 		name, k := fuzzKind(t, kindIdx)
 		secret := fuzzSecrets[name]
-		err := k.Verify(fuzzHeaders(sig, ts, id), body, []string{"", "other", secret}, testNow)
+		err := VerifyRequest(k, sampleRequest(fuzzHeaders(sig, ts, id)), body, []string{"", "other", secret}, testNow)
 		if err != nil && !errors.Is(err, ErrSignature) {
 			t.Fatalf("%s: error %v does not wrap ErrSignature", name, err)
 		}
@@ -71,7 +75,7 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("%s: error shows the secret: %v", name, err)
 		}
 		// Whatever passed must have passed on one of the given secrets.
-		if err == nil && k.Verify(fuzzHeaders(sig, ts, id), body, []string{"x" + secret}, testNow) == nil {
+		if err == nil && VerifyRequest(k, sampleRequest(fuzzHeaders(sig, ts, id)), body, []string{"x" + secret}, testNow) == nil {
 			t.Fatalf("%s: verified with a secret not given", name)
 		}
 	})

@@ -87,6 +87,15 @@ var (
 	_ Kind = metaKind{}
 	_ Kind = googleAdsKind{}
 	_ Kind = (*genericKind)(nil)
+	_ Kind = linkedinKind{}
+	_ Kind = hubspotKind{}
+	_ Kind = webflowKind{}
+	_ Kind = tallyKind{}
+	_ Kind = tiktokKind{}
+	_ Kind = (*tokenKind)(nil)
+
+	_ RequestVerifier = hubspotKind{}
+	_ RequestVerifier = (*tokenKind)(nil)
 )
 
 // Kind names, as stored in a source's `kind`.
@@ -97,6 +106,12 @@ const (
 	Meta        = "meta"
 	GoogleAds   = "google-ads"
 	Generic     = "generic"
+	LinkedIn    = "linkedin"
+	HubSpot     = "hubspot"
+	Webflow     = "webflow"
+	Tally       = "tally"
+	TikTok      = "tiktok"
+	Token       = "token"
 	// Form is a tenant's own web form (form.go); it is made by the forms
 	// API, never by the sources API, so it is not in Names.
 	Form = "form"
@@ -104,7 +119,7 @@ const (
 
 // Names lists every kind name.
 func Names() []string {
-	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic}
+	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok, Token}
 }
 
 // New returns the kind by name. config is the source's `config` JSON; only
@@ -129,6 +144,22 @@ func New(name string, config json.RawMessage) (Kind, error) {
 			return nil, fmt.Errorf("%w: generic: %s", ErrInvalidConfig, joinProblems(problems))
 		}
 		return cfg, nil
+	case LinkedIn:
+		return linkedinKind{}, nil
+	case HubSpot:
+		return hubspotKind{}, nil
+	case Webflow:
+		return webflowKind{}, nil
+	case Tally:
+		return tallyKind{}, nil
+	case TikTok:
+		return tiktokKind{}, nil
+	case Token:
+		cfg, problems := parseTokenConfig(config)
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("%w: token: %s", ErrInvalidConfig, joinProblems(problems))
+		}
+		return cfg, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
 }
@@ -141,11 +172,14 @@ func ValidateConfig(name string, config json.RawMessage) map[string]string {
 	case Generic:
 		_, problems := parseGenericConfig(config)
 		return problems
-	case Standard, Timestamped, Typeform, Meta, GoogleAds:
+	case Token:
+		_, problems := parseTokenConfig(config)
+		return problems
+	case Standard, Timestamped, Typeform, Meta, GoogleAds, LinkedIn, HubSpot, Webflow, Tally, TikTok:
 		if isEmptyConfig(config) {
 			return map[string]string{}
 		}
-		return map[string]string{"config": "only generic sources take a config"}
+		return map[string]string{"config": "only generic and token sources take a config"}
 	}
 	return map[string]string{"kind": "must be one of " + strings.Join(Names(), ", ")}
 }
@@ -161,7 +195,7 @@ func GenerateSecret(name string) (string, error) {
 		return "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), nil
 	case Timestamped:
 		return "whsec_" + hex.EncodeToString(randomBytes(32)), nil
-	case Typeform, Meta, GoogleAds, Generic:
+	case Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok, Token:
 		return hex.EncodeToString(randomBytes(32)), nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrUnknownKind, name)
@@ -184,7 +218,11 @@ func ValidateSecret(name, secret string) error {
 		if _, ok := standardKey(secret); !ok {
 			return errors.New(`must be "whsec_" followed by base64`)
 		}
-	case Timestamped, Typeform, Meta, GoogleAds, Generic:
+	case Timestamped, Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok:
+	case Token:
+		if len(secret) < 16 {
+			return errors.New("must be at least 16 characters: it is the only proof a token sender gives")
+		}
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownKind, name)
 	}
@@ -270,6 +308,9 @@ const (
 	ReasonStaleTimestamp   = "stale_timestamp"
 	ReasonTooLarge         = "too_large"
 	ReasonUnknownKind      = "unknown_kind"
+	ReasonAddressRefused   = "address_refused"
+	ReasonSecretInQuery    = "secret_in_query"
+	ReasonBadForm          = "bad_form"
 )
 
 // RejectReason names why err refused a request and, for a stale
@@ -282,6 +323,12 @@ func RejectReason(err error) (reason string, skewSeconds *int64) {
 		return ReasonUnknownKind, nil
 	case errors.Is(err, ErrMissingSignature):
 		return ReasonMissingSignature, nil
+	case errors.Is(err, ErrAddressNotAllowed):
+		return ReasonAddressRefused, nil
+	case errors.Is(err, ErrSecretInQuery):
+		return ReasonSecretInQuery, nil
+	case errors.Is(err, ErrFormBody):
+		return ReasonBadForm, nil
 	case errors.As(err, &se) && errors.Is(err, ErrStaleTimestamp):
 		skew := se.skew
 		return ReasonStaleTimestamp, &skew

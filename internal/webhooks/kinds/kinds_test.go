@@ -65,6 +65,11 @@ func readFixture(t testing.TB, name string) []byte {
 
 func timePtr(t time.Time) *time.Time { return &t }
 
+// sampleRequest is a POST to SampleURI with the headers (what Sign signs).
+func sampleRequest(h http.Header) Request {
+	return Request{Header: h, Method: http.MethodPost, URI: SampleURI}
+}
+
 // checkLead compares every field but Payload, and checks Payload is compact,
 // storable JSON.
 func checkLead(t *testing.T, got, want Lead) {
@@ -105,7 +110,7 @@ func TestVerify(t *testing.T) {
 
 			verify := func(t *testing.T, h http.Header, body []byte, secrets []string, now time.Time) error {
 				t.Helper()
-				err := k.Verify(h, body, secrets, now)
+				err := VerifyRequest(k, sampleRequest(h), body, secrets, now)
 				if err != nil && !errors.Is(err, ErrSignature) {
 					t.Errorf("error %v does not wrap ErrSignature", err)
 				}
@@ -132,6 +137,9 @@ func TestVerify(t *testing.T) {
 				}
 			})
 			t.Run("one byte changed", func(t *testing.T) {
+				if name == Token { // a token authenticates the sender, not the body
+					return
+				}
 				from, to := 0, len(body)
 				if name == GoogleAds { // only the key authenticates a google-ads body
 					from = bytes.Index(body, []byte(secret))
@@ -181,7 +189,7 @@ func TestVerify(t *testing.T) {
 					}
 				}
 			})
-			if name == Standard || name == Timestamped {
+			if name == Standard || name == Timestamped || name == HubSpot || name == Webflow || name == TikTok {
 				t.Run("tolerance", func(t *testing.T) {
 					for _, c := range []struct {
 						shift time.Duration
@@ -317,7 +325,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 			k := mustKind(t, name, SampleConfig(name))
 			secret := mustSecret(t, name)
 			h, body := signedSample(t, name, secret, "dlv-42", "ref-42", f)
-			if err := k.Verify(h, body, []string{secret}, testNow); err != nil {
+			if err := VerifyRequest(k, sampleRequest(h), body, []string{secret}, testNow); err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
 			recs, err := k.Parse(h, body)
@@ -339,8 +347,12 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 			switch name {
 			case Meta: // a webhook change carries no lead fields, only the id
 				want = Lead{SourceRef: "dlv-42", CreatedAt: f.CreatedAt}
-			case GoogleAds:
+			case GoogleAds, Webflow:
 				want.SourceRef = "dlv-42"
+			case LinkedIn: // a notification carries no lead fields, only the response URN
+				want = Lead{SourceRef: "dlv-42", CreatedAt: f.CreatedAt}
+			case HubSpot: // one event sets one property
+				want = Lead{SourceRef: "ref-42", Email: f.Email}
 			}
 			checkLead(t, lead, want)
 		})
@@ -687,7 +699,7 @@ func TestLongIDs(t *testing.T) {
 			k := mustKind(t, name, SampleConfig(name))
 			secret := mustSecret(t, name)
 			h, body := signedSample(t, name, secret, long, long, sampleLead)
-			if err := k.Verify(h, body, []string{secret}, testNow); err != nil {
+			if err := VerifyRequest(k, sampleRequest(h), body, []string{secret}, testNow); err != nil {
 				t.Fatal(err)
 			}
 			recs, err := k.Parse(h, body)
@@ -816,6 +828,12 @@ func TestGenerateSecret(t *testing.T) {
 		Meta:        regexp.MustCompile(`^[0-9a-f]{64}$`),
 		GoogleAds:   regexp.MustCompile(`^[0-9a-f]{64}$`),
 		Generic:     regexp.MustCompile(`^[0-9a-f]{64}$`),
+		LinkedIn:    regexp.MustCompile(`^[0-9a-f]{64}$`),
+		HubSpot:     regexp.MustCompile(`^[0-9a-f]{64}$`),
+		Webflow:     regexp.MustCompile(`^[0-9a-f]{64}$`),
+		Tally:       regexp.MustCompile(`^[0-9a-f]{64}$`),
+		TikTok:      regexp.MustCompile(`^[0-9a-f]{64}$`),
+		Token:       regexp.MustCompile(`^[0-9a-f]{64}$`),
 	}
 	for _, name := range Names() {
 		a, b := mustSecret(t, name), mustSecret(t, name)

@@ -19,6 +19,12 @@ import (
 // deliveryID goes into the webhook-id header (standard) or the configured
 // delivery id header (generic); the other kinds read it from the body.
 func Sign(kindName string, config json.RawMessage, secret string, deliveryID string, body []byte, now time.Time) (http.Header, []byte, error) {
+	return SignTo(kindName, config, secret, deliveryID, "", body, now)
+}
+
+// SignTo is Sign for a POST to uri, the public URI HubSpot signs ("" signs
+// for SampleURI); the other kinds do not sign the URI.
+func SignTo(kindName string, config json.RawMessage, secret string, deliveryID, uri string, body []byte, now time.Time) (http.Header, []byte, error) {
 	if secret == "" {
 		return nil, nil, errors.New("kinds: empty secret")
 	}
@@ -71,6 +77,25 @@ func Sign(kindName string, config json.RawMessage, secret string, deliveryID str
 			}
 			h.Set(g.idHeader, deliveryID)
 		}
+	case LinkedIn:
+		h.Set(headerLinkedInSignature, hex.EncodeToString(hmacSHA256([]byte(secret), linkedinSignPrefix, body)))
+	case HubSpot:
+		if uri == "" {
+			uri = SampleURI
+		}
+		sig, ts := signHubSpot(secret, http.MethodPost, uri, body, now)
+		h.Set(headerHubSpotSignatureV3, sig)
+		h.Set(headerHubSpotTimestamp, ts)
+	case Webflow:
+		sig, ts := signWebflow(secret, body, now)
+		h.Set(headerWebflowSignature, sig)
+		h.Set(headerWebflowTimestamp, ts)
+	case Tally:
+		h.Set(headerTallySignature, signTally(secret, body))
+	case TikTok:
+		h.Set(headerTikTokSignature, signTikTok(secret, body, now))
+	case Token:
+		h.Set("Authorization", "Bearer "+secret)
 	default:
 		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownKind, kindName)
 	}
@@ -80,6 +105,9 @@ func Sign(kindName string, config json.RawMessage, secret string, deliveryID str
 // SampleConfig returns a config fitting SampleBody for the kind (nil for
 // kinds without a config).
 func SampleConfig(kindName string) json.RawMessage {
+	if kindName == Token {
+		return json.RawMessage(`{"delivery_id_path":"$.event_id","natural_key_path":"$.lead_id","fields":{"created_at":"$.created_at"}}`)
+	}
 	if kindName != Generic {
 		return nil
 	}
@@ -152,6 +180,19 @@ func SampleBody(kindName string, deliveryID, sourceRef string, f Lead, now time.
 				CreatedAt: created.Format(time.RFC3339),
 			},
 		}
+	case LinkedIn:
+		v = sampleLinkedIn(leadID, created)
+	case HubSpot:
+		v = sampleHubSpot(deliveryID, sourceRef, f, created)
+	case Webflow:
+		v = sampleWebflow(leadID, f, created)
+	case Tally:
+		v = sampleTally(deliveryID, sourceRef, f, created)
+	case TikTok:
+		v = sampleTikTok(deliveryID, sourceRef, f, created)
+	case Token:
+		v = map[string]string{"event_id": deliveryID, "lead_id": sourceRef, "email": f.Email, "name": f.Name,
+			"phone": f.Phone, "company": f.Company, "created_at": created.Format(time.RFC3339)}
 	default:
 		return nil
 	}

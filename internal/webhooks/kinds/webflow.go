@@ -1,0 +1,114 @@
+package kinds
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Webflow form_submission webhooks (docs/SENDERS.md, "Webflow").
+// Webflow's pages: https://developers.webflow.com/data/docs/working-with-webhooks
+// and https://developers.webflow.com/data/v1.0.0/docs/verifying-webhook-signatures:
+// x-webflow-timestamp is unix milliseconds; x-webflow-signature is hex
+// HMAC-SHA256 keyed by the OAuth app's client secret (or the webhook's
+// secret) over timestamp + ":" + raw body; a request older than 5 minutes
+// is refused. Webflow signs only webhooks made by an OAuth app: a site's
+// dashboard webhook is unsigned and goes to a token source's secret URL.
+const (
+	headerWebflowSignature = "X-Webflow-Signature"
+	headerWebflowTimestamp = "X-Webflow-Timestamp"
+)
+
+type webflowKind struct{}
+
+func (webflowKind) Name() string { return Webflow }
+
+var colon = []byte{':'}
+
+func (webflowKind) Verify(h http.Header, body []byte, secrets []string, now time.Time) error {
+	sigText := strings.TrimSpace(h.Get(headerWebflowSignature))
+	if sigText == "" {
+		return missingHeader(headerWebflowSignature)
+	}
+	ts := strings.TrimSpace(h.Get(headerWebflowTimestamp))
+	if ts == "" {
+		return missingHeader(headerWebflowTimestamp)
+	}
+	if err := checkMillis(ts, now); err != nil {
+		return err
+	}
+	sig, err := hex.DecodeString(sigText)
+	if err != nil || len(sig) != sha256.Size {
+		return fmt.Errorf("%w: %s header is not a hex SHA-256 HMAC", ErrSignature, headerWebflowSignature)
+	}
+	for _, secret := range secrets {
+		if secret != "" && hmac.Equal(hmacSHA256([]byte(secret), []byte(ts), colon, body), sig) {
+			return nil
+		}
+	}
+	return noMatch()
+}
+
+func signWebflow(secret string, body []byte, now time.Time) (sig, ts string) {
+	ts = strconv.FormatInt(now.UnixMilli(), 10)
+	return hex.EncodeToString(hmacSHA256([]byte(secret), []byte(ts), colon, body)), ts
+}
+
+// Parse: the delivery id is the submission's payload.id.
+func (webflowKind) Parse(_ http.Header, body []byte) ([]Record, error) {
+	if err := checkBody(body); err != nil {
+		return nil, err
+	}
+	id := cleanID(decodeObject(body).object("payload").scalar("id"))
+	if id == "" {
+		return nil, fmt.Errorf("%w: payload.id is missing", ErrNoDeliveryID)
+	}
+	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+}
+
+// Map: natural key payload.id; payload.data fields by name, ignoring case
+// and spaces (email, name or first + last name, phone, company).
+func (webflowKind) Map(raw json.RawMessage) (Lead, error) {
+	doc := decodeObject(raw)
+	if doc == nil {
+		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
+	}
+	p := doc.object("payload")
+	ref := p.scalar("id")
+	if ref == "" {
+		return Lead{}, fmt.Errorf("%w: payload.id is missing", ErrNoNaturalKey)
+	}
+	payload, err := storablePayload(raw)
+	if err != nil {
+		return Lead{}, err
+	}
+	l := flatLead(p.object("data"))
+	l.SourceRef, l.Payload = NormalizeID(ref), payload
+	l.CreatedAt = firstTime(p, "submittedAt")
+	l.EventTime = l.CreatedAt
+	return l, nil
+}
+
+// flatLead maps a flat object of form fields by name: keys compared without
+// case, spaces, dashes and underscores.
+func flatLead(o object) Lead {
+	f := map[string]string{}
+	for k, v := range o {
+		key := strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(k))
+		if s := scalarText(v); s != "" && f[key] == "" {
+			f[key] = s
+		}
+	}
+	return Lead{
+		Email:   firstNonEmpty(f["email"], f["emailaddress"], f["youremail"], f["workemail"]),
+		Name:    firstNonEmpty(f["name"], f["fullname"], f["yourname"], joinName(firstNonEmpty(f["firstname"], f["first"]), firstNonEmpty(f["lastname"], f["last"]))),
+		Phone:   firstNonEmpty(f["phone"], f["phonenumber"], f["telephone"], f["tel"], f["mobile"], f["yourphone"]),
+		Company: firstNonEmpty(f["company"], f["companyname"], f["organization"], f["organisation"], f["yourcompany"]),
+	}
+}
