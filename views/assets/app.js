@@ -800,7 +800,9 @@
     // up to date.
     // htmx sets the title from the response after the swap: the count
     // goes back on once the swap settled.
-    document.addEventListener("htmx:afterSwap", markRows);
+    // A swap of #main brings a fresh (hidden) strip: show it as it was at
+    // once, before anything paints, so nothing below it moves.
+    document.addEventListener("htmx:afterSwap", function () { markRows(); render(); });
     document.addEventListener("htmx:afterSettle", function () {
       pending = 0; missed = false; markRows();
       if (shown) { shown = false; fresh = {}; freshN = 0; }
