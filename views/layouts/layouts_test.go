@@ -62,7 +62,7 @@ func TestAppNavigationByRole(t *testing.T) {
 	})
 	t.Run("admin", func(t *testing.T) {
 		doc, _ := render(t, App(Page{Title: "Sources", User: admin, TenantName: "Acme", Active: "sources"}))
-		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,forms,imports,monitor,alerts,users,tokens,endpoints,audit,retention,assignment" {
+		if got := strings.Join(navKeys(doc), ","); got != "leads,board,sources,forms,imports,monitor,alerts,users,tokens,endpoints,audit,retention,assignment,mail" {
 			t.Fatalf("admin nav = %s", got)
 		}
 		want := map[string]string{
@@ -94,7 +94,7 @@ func TestMoreMenu(t *testing.T) {
 	more.Find(`a`).Each(func(_ int, s *goquery.Selection) {
 		keys = append(keys, strings.TrimPrefix(s.AttrOr("data-testid", ""), "more-"))
 	})
-	if got := strings.Join(keys, ","); got != "sources,forms,imports,monitor,alerts,users,tokens,endpoints,audit,retention,assignment,me" {
+	if got := strings.Join(keys, ","); got != "sources,forms,imports,monitor,alerts,users,tokens,endpoints,audit,retention,assignment,mail,me" {
 		t.Fatalf("more menu = %s", got)
 	}
 	if id := more.Find(`[data-testid="more-identity"]`).Text(); !strings.Contains(id, "Dana Okafor") || !strings.Contains(id, "dana@acme.test") || !strings.Contains(id, "Admin") {
@@ -106,8 +106,8 @@ func TestMoreMenu(t *testing.T) {
 	if more.Find(`summary .nav-count`).Text() != "2" {
 		t.Error("More does not show the open alerts")
 	}
-	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 11 {
-		t.Errorf("%d tabs fold away on phones, want 11", n)
+	if n := doc.Find(`.nav-list > li.nav-extra`).Length(); n != 12 {
+		t.Errorf("%d tabs fold away on phones, want 12", n)
 	}
 	sdoc, _ := render(t, App(Page{Title: "Inbox", User: staff, Active: "leads"}))
 	if n := sdoc.Find(`[data-testid="more-menu"] a`).Length(); n != 1 || sdoc.Find(`[data-testid="more-me"]`).Length() != 1 {
