@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure MariaDB (127.0.0.1:3306, root without password) and Redis
 # (127.0.0.1:6379) are running. Installs them from Debian packages when
-# they are missing and we are root; otherwise says what to do.
+# they are missing and we are root; otherwise says what to do. Also
+# installs what the Galera test needs (galera-4, rsync, ss).
 set -euo pipefail
 
 say() { printf 'services: %s\n' "$*" >&2; }
@@ -53,5 +54,21 @@ if ! port_open 6379; then
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
     --dir /var/lib/redis --logfile /var/log/redis/leadpipe.log
   wait_port 6379 || { say "Redis did not come up on 127.0.0.1:6379"; exit 1; }
+fi
+
+# The Galera test's tools (internal/faults/galera_test.go, run by .ci/run):
+# the galera-4 provider, and for its rsync state transfer (wsrep_sst_rsync)
+# rsync and a socket lister (ss from iproute2, or lsof). Without them the
+# test skips; as root we install them so a fresh machine runs it.
+galera_missing=()
+[ -e /usr/lib/galera/libgalera_smm.so ] || galera_missing+=(galera-4)
+command -v rsync >/dev/null 2>&1 || galera_missing+=(rsync)
+command -v ss >/dev/null 2>&1 || command -v lsof >/dev/null 2>&1 || galera_missing+=(iproute2)
+if [ "${#galera_missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt_install "${galera_missing[@]}" || say "could not install ${galera_missing[*]}: the Galera test will skip"
+  else
+    say "missing ${galera_missing[*]} (apt-get install them as root): the Galera test will skip"
+  fi
 fi
 say "MariaDB and Redis are up"

@@ -39,16 +39,16 @@ func mariaPID() string {
 	return ""
 }
 
-// snapshotThreads reads the threads of MariaDB and which serve raw's
-// database (raw's own connection, which asks, left out). ok is false when
-// it cannot tell (not local, no TID column, no /proc).
-func snapshotThreads(ctx context.Context, raw *sqlx.DB) (dbThreads, bool) {
+// snapshotThreads reads the threads of MariaDB and which serve the scratch
+// database (the connection that asks, the harness's, left out). ok is
+// false when it cannot tell (not local, no TID column, no /proc).
+func snapshotThreads(ctx context.Context, raw sqlx.QueryerContext) (dbThreads, bool) {
 	pid := mariaPID()
 	if pid == "" {
 		return dbThreads{}, false
 	}
 	var tids []int64
-	if err := raw.SelectContext(ctx, &tids, `SELECT TID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()`); err != nil {
+	if err := sqlx.SelectContext(ctx, raw, &tids, `SELECT TID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()`); err != nil {
 		return dbThreads{}, false
 	}
 	t := dbThreads{cpu: map[string]time.Duration{}, ours: map[string]bool{}}
@@ -87,4 +87,27 @@ func ourCPU(before, after dbThreads) time.Duration {
 		}
 	}
 	return sum
+}
+
+// harnessThread returns a function reading the CPU used so far by the
+// MariaDB thread serving conn (0 when it cannot tell).
+func harnessThread(ctx context.Context, conn sqlx.QueryerContext) func() time.Duration {
+	pid := mariaPID()
+	var tid int64
+	if pid == "" || sqlx.GetContext(ctx, conn, &tid, `SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()`) != nil {
+		return func() time.Duration { return 0 }
+	}
+	path := filepath.Join("/proc", pid, "task", strconv.FormatInt(tid, 10), "schedstat")
+	return func() time.Duration {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0
+		}
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		return time.Duration(ns)
+	}
 }

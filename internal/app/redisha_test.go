@@ -69,10 +69,7 @@ type ingestRun struct {
 func startIngestRun(t *testing.T, e *apptest.Env, slug string, n, senders int) *ingestRun {
 	t.Helper()
 	ten := e.Tenant(slug)
-	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "hooks", Name: "Hooks", Kind: kinds.Standard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "hooks", Name: "Hooks", Kind: kinds.Standard})
 	url := e.URL + "/hooks/" + ten.Slug + "/" + src.Slug
 	r := &ingestRun{t: t, e: e, tenant: ten, n: n, done: make(chan struct{}), ids: map[string]bool{}, refs: map[string]bool{}}
 	work := make(chan int)

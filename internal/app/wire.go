@@ -54,7 +54,9 @@ func (a *App) wire(ctx context.Context) error {
 	// causes them, by whichever area makes it.
 	outbox := &events.Outbox{Now: a.now}
 
-	a.Tenants = tenants.NewService(a.DB, a.now)
+	// Invitations and password resets write their message into the
+	// e-mail outbox in the transaction that makes the link (wire_notify.go).
+	a.Tenants = tenants.NewService(a.DB, a.now, tenants.WithLinks(a.Box.Key("leadpipe/user-links/v1"), notifyLinkIssued{now: a.now}))
 	a.Sources = sources.NewService(a.DB, a.Box, a.Cfg.BaseURL, sources.Checks{
 		ValidateConfig: kinds.ValidateConfig, ValidateSecret: kinds.ValidateSecret,
 		GenerateSecret: generateSecret, CheckURL: checkURL,
@@ -86,7 +88,7 @@ func (a *App) wire(ctx context.Context) error {
 	// Reconcile applies sender records through exactly the webhook path
 	// (webhooks.Apply) and tells the leads service what changed.
 	rc := &reconcile.Service{
-		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: rec, Now: a.now, Leads: ls,
+		DB: a.DB, Sources: a.Sources, Queue: a.Queue, Stats: rec, Now: a.now, Leads: ls, Committed: a.liveIngest(),
 		Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate}),
 		Log:    a.Log.With("component", "reconcile"),
 	}
@@ -101,7 +103,7 @@ func (a *App) wire(ctx context.Context) error {
 
 	// CSV imports apply their rows through the webhooks' batch upsert as
 	// the tenant's import source; ls writes what they changed.
-	imp := imports.NewService(a.DB, a.Sources, ls.SenderChanged, a.Queue, a.Tenants.ForEach,
+	imp := imports.NewService(a.DB, a.Sources, ls.WriteSenders, a.Queue, a.Tenants.ForEach,
 		a.Log.With("component", "imports"), a.now)
 
 	metrics := a.metricsHandler(rec)
@@ -110,7 +112,7 @@ func (a *App) wire(ctx context.Context) error {
 	// source of kind form (docs/FORMS.md).
 	fs := forms.NewService(a.DB, a.Box, a.Sources, a.Tenants, a.Ingest, a.Ingest.Rejections, a.Stats, a.Cfg.BaseURL,
 		a.Log.With("component", "forms"), forms.Options{Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate,
-			ConnectTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, MaxAttempts: 1}), Now: a.now})
+			ConnectTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, MaxAttempts: 1}), Now: a.now, Redis: a.RDB})
 
 	a.Web = &web.Server{
 		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,
@@ -133,6 +135,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.registerTasks(mon, rc, idemStore, in.processor)
 	a.registerImportTasks(imp)
 	a.registerNotifyTasks(nt)
+	a.registerRoutingTasks(ls)
 	return nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"leadpipe/internal/config"
 	"leadpipe/internal/db"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/notify"
 	"leadpipe/internal/tenants"
+	"leadpipe/internal/web"
 )
 
 // buildNotify makes the e-mail outbox's sender (docs/NOTIFICATIONS.md):
@@ -24,7 +26,8 @@ func (a *App) buildNotify(ls *leads.Service) (*notify.Service, error) {
 	}
 	n := &notify.Service{DB: a.DB, Queue: a.Queue, From: a.Cfg.MailFrom, BaseURL: a.Cfg.BaseURL,
 		People: notifyPeople{a.Tenants}, Leads: notifyLeads{ls}, Tenants: a.tenantIDs,
-		Log: a.Log.With("component", "notify"), Now: a.now, Mailer: mailer}
+		Log: a.Log.With("component", "notify"), Now: a.now, Mailer: mailer,
+		Links: notifyLinks{t: a.Tenants, cfg: a.Cfg}}
 	return n, nil
 }
 
@@ -61,6 +64,40 @@ func (n notifyAssigned) Assigned(ctx context.Context, x db.Ext, tenantID string,
 	}
 	_, err := notify.Write(ctx, x, tenantID, now(), ns)
 	return err
+}
+
+// notifyLinkIssued writes the invitation or reset message in the
+// transaction that makes its link. The key names the link: one link, one
+// message.
+type notifyLinkIssued struct{ now func() time.Time }
+
+func (n notifyLinkIssued) LinkIssued(ctx context.Context, x db.Ext, tenantID string, l tenants.IssuedLink) error {
+	kind := notify.KindInvitation
+	if l.Kind == tenants.LinkPasswordReset {
+		kind = notify.KindPasswordReset
+	}
+	now := time.Now
+	if n.now != nil {
+		now = n.now
+	}
+	_, err := notify.Write(ctx, x, tenantID, now(), []notify.Notification{{Kind: kind, UserID: l.UserID, Subject: l.UserID,
+		Cause: l.ID, Data: map[string]string{"cause": l.ID, "inviter": l.Inviter}}})
+	return err
+}
+
+// notifyLinks hands the outbox the link of a message at send time (the
+// tenants area keeps only its hash).
+type notifyLinks struct {
+	t   *tenants.Service
+	cfg *config.Config // BaseURL read at send time
+}
+
+func (n notifyLinks) Link(ctx context.Context, tenantID, kind, causeID string) (string, time.Time, error) {
+	token, exp, err := n.t.LinkToken(ctx, tenantID, kind, causeID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return web.LinkURL(n.cfg.BaseURL, kind, token), exp, nil
 }
 
 // notifyPeople is the tenants area as notify's directory.

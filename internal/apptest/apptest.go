@@ -262,3 +262,31 @@ func (c *Clock) Now() time.Time {
 
 // Set stops the clock at t.
 func (c *Clock) Set(t time.Time) { c.at.Store(&t) }
+
+// Replica starts a second server of the same installation: the same
+// database and Redis database (not flushed), its own process state, as
+// a second replica behind a balancer is. Stopped with the test.
+func (e *Env) Replica(t testing.TB, o Options) *Env {
+	t.Helper()
+	cfg := Config(t, e.DSN, o)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		cancel()
+		t.Fatalf("apptest: open replica: %v", err)
+	}
+	r := &Env{T: t, App: a, DSN: e.DSN, cancel: cancel, done: make(chan struct{})}
+	r.Server = httptest.NewServer(a.Handler())
+	cfg.BaseURL = r.Server.URL
+	a.Sources.BaseURL = r.Server.URL
+	r.URL = r.Server.URL
+	close(r.done)
+	t.Cleanup(func() {
+		r.Server.Close()
+		cancel()
+		a.Shutdown(context.Background())
+		a.Close()
+	})
+	return r
+}

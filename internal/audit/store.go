@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/keyset"
 )
 
 // row is one audit_log row as stored.
@@ -39,23 +40,11 @@ func (r row) entry() (Entry, error) {
 // (ix_audit_action, ix_audit_actor), both ending in id, so the page is an
 // index range read in id order.
 func listEntries(ctx context.Context, x db.Ext, tenantID, action, actorID, before string, limit int) ([]row, error) {
-	q := `SELECT id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, ip, detail
-		FROM audit_log WHERE tenant_id = ?`
-	args := []any{tenantID}
-	if action != "" {
-		q += ` AND action = ?`
-		args = append(args, action)
-	}
-	if actorID != "" {
-		q += ` AND actor_id = ?`
-		args = append(args, actorID)
-	}
-	if before != "" {
-		q += ` AND id < ?`
-		args = append(args, before)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
+	q, args := keyset.New(`SELECT id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, ip, detail
+		FROM audit_log WHERE tenant_id = ?`, tenantID).
+		And(action != "", "action = ?", action).
+		And(actorID != "", "actor_id = ?", actorID).
+		Page(before, limit)
 	var out []row
 	err := x.SelectContext(ctx, &out, q, args...)
 	return out, err

@@ -55,6 +55,16 @@ type nodeConnector struct {
 // nodeRetryAfter is how long a failed node goes to the back of the order.
 const nodeRetryAfter = 5 * time.Second
 
+// nodeConnectTimeout bounds one node's whole connection attempt (dial,
+// handshake, session variables, readiness) while another node is left to
+// try. The DSN's timeout bounds only the dial: a mariadbd that is starting
+// again (a killed Galera node rejoining) accepts TCP connections before it
+// answers them, and a connection to it would otherwise wait for the
+// driver's read timeout, with the request behind it (docs/SCALING.md,
+// "Database"). The last node tried has the caller's context alone, so a
+// machine too loaded to connect in time still connects.
+const nodeConnectTimeout = 2 * time.Second
+
 func newNodeConnector(cfg *mysql.Config, addrs []string, galera bool) (*nodeConnector, error) {
 	if len(addrs) == 0 {
 		addrs = []string{cfg.Addr}
@@ -99,13 +109,9 @@ func (nc *nodeConnector) mark(i int, failed bool) {
 // Connect implements driver.Connector.
 func (nc *nodeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	var errs []error
-	for _, i := range nc.order() {
-		conn, err := nc.nodes[i].Connect(ctx)
-		if err == nil && nc.galera {
-			if err = nodeReady(ctx, conn); err != nil {
-				conn.Close()
-			}
-		}
+	order := nc.order()
+	for k, i := range order {
+		conn, err := nc.connect(ctx, i, k < len(order)-1)
 		if err == nil {
 			nc.mark(i, false)
 			return conn, nil
@@ -120,6 +126,28 @@ func (nc *nodeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, errs[0]
 	}
 	return nil, errors.Join(errs...)
+}
+
+// connect opens a connection on node i and, on a Galera cluster, checks
+// that the node serves; bounded by nodeConnectTimeout when another node
+// follows.
+func (nc *nodeConnector) connect(ctx context.Context, i int, more bool) (driver.Conn, error) {
+	if more {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, nodeConnectTimeout)
+		defer cancel()
+	}
+	conn, err := nc.nodes[i].Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if nc.galera {
+		if err := nodeReady(ctx, conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // Driver implements driver.Connector.

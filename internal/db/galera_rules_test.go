@@ -3,7 +3,9 @@ package db_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +95,58 @@ func TestOpenFailsOverToTheNextAddress(t *testing.T) {
 		if err := d.Get(&one, "SELECT 1"); err != nil || one != 1 {
 			t.Fatalf("query through the second address: %v", err)
 		}
+	}
+}
+
+// A node that accepts TCP connections but does not answer them (a
+// mariadbd starting again after a kill, before it serves) costs a new
+// connection at most the per-node connect bound, not the driver's read
+// timeout: the next address serves it.
+func TestOpenSkipsANodeThatAcceptsButDoesNotAnswer(t *testing.T) {
+	dsn := dbtest.DSN(t, "failover_silent")
+	t.Cleanup(func() { _ = db.DropDatabase(context.Background(), dsn) })
+	first, addrs := db.Addrs(dsn)
+	if len(addrs) != 1 {
+		t.Skipf("test DSN %q is not a single TCP address", dsn)
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	multi := strings.Replace(first, "tcp("+addrs[0]+")", "tcp("+silent.Addr().String()+","+addrs[0]+")", 1)
+	start := time.Now()
+	d, err := db.Open(context.Background(), multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var one int
+	if err := d.Get(&one, "SELECT 1"); err != nil || one != 1 {
+		t.Fatalf("query through the second address: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("opening past a silent node took %s", took)
 	}
 }
 

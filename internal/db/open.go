@@ -46,6 +46,16 @@ func normalize(dsn string) (*mysql.Config, []string, error) {
 	}
 	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
 	cfg.Params["time_zone"] = "'+00:00'"
+	// Times are sent to the microsecond, DATETIME(6)'s precision. Go's
+	// nanoseconds, interpolated as nine fraction digits, make MariaDB read
+	// the literal as no DATETIME it can compare with an index: a range on
+	// created_at then scans every row of the tenant (2.9 s against 59 ms
+	// for 30 days of 1,000,000 leads, docs/BENCHMARKS.md).
+	if !strings.Contains(dsn, "timeTruncate=") {
+		if err := cfg.Apply(mysql.TimeTruncate(time.Microsecond)); err != nil {
+			return nil, nil, err
+		}
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}

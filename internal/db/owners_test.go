@@ -11,7 +11,7 @@ import (
 // the owner through an exported function.
 var tableOwners = map[string]string{
 	"tenants": "internal/tenants", "users": "internal/tenants", "user_logins": "internal/tenants",
-	"api_tokens": "internal/tenants", "sessions": "internal/tenants",
+	"api_tokens": "internal/tenants", "sessions": "internal/tenants", "user_links": "internal/tenants",
 	"sources": "internal/sources", "source_secrets": "internal/sources",
 	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks",
 	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads", "lead_tombstones": "internal/leads",

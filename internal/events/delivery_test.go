@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,17 +132,7 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
-	var mu sync.Mutex
-	up := false
-	r.answer = func(n int, w http.ResponseWriter) {
-		mu.Lock()
-		defer mu.Unlock()
-		if up {
-			w.WriteHeader(200)
-			return
-		}
-		w.WriteHeader(503)
-	}
+	bringUp := r.downUntil(503, 200)
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	start := e.Clock.Now()
@@ -171,9 +160,7 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 			t.Fatalf("attempt %d: id %s verified %v", i+1, g.ID, g.Verified)
 		}
 	}
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	bringUp()
 	e.Clock.Advance(24 * time.Hour) // the 10th attempt, 24 h after the 9th
 	e.settle()
 	if r.count() != 10 {
@@ -195,17 +182,7 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
-	var mu sync.Mutex
-	up := false
-	r.answer = func(n int, w http.ResponseWriter) {
-		mu.Lock()
-		defer mu.Unlock()
-		if up {
-			w.WriteHeader(204)
-			return
-		}
-		w.WriteHeader(500)
-	}
+	bringUp := r.downUntil(500, 204)
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	start := e.Clock.Now()
@@ -245,9 +222,7 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	if r.count() != before {
 		t.Fatalf("a disabled endpoint got deliveries")
 	}
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	bringUp()
 	if _, err := e.S.Recover(context.Background(), e.Tenants[0], ep.ID, events.RecoverInput{Since: &start}); err == nil {
 		t.Fatalf("recover of a disabled endpoint succeeded")
 	}
@@ -388,17 +363,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
-	var mu sync.Mutex
-	up := false
-	r.answer = func(n int, w http.ResponseWriter) {
-		mu.Lock()
-		defer mu.Unlock()
-		if up {
-			w.WriteHeader(204)
-			return
-		}
-		w.WriteHeader(500)
-	}
+	bringUp := r.downUntil(500, 204)
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	r.setSecrets(ep.Secret)
 	start := e.Clock.Now()
@@ -408,9 +373,7 @@ func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
 	if r.count() != 1 {
 		t.Fatalf("first attempt: %d requests", r.count())
 	}
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	bringUp()
 	e.settle() // the clock has not moved: the retry still waits
 	if r.count() != 1 {
 		t.Fatalf("the retry went before its time: %d requests", r.count())

@@ -160,12 +160,7 @@ func (s *Service) CreateOnce(ctx context.Context, tenantID string, in CreateInpu
 	if len(in.Description) > 500 {
 		f["description"] = "at most 500 characters"
 	}
-	secret := in.Secret
-	if secret == "" {
-		secret = GenerateSecret()
-	} else if _, err := secretKey(secret); err != nil {
-		f["secret"] = err.Error()
-	}
+	secret := chooseSecret(in.Secret, f)
 	if len(f) > 0 {
 		return Endpoint{}, apperr.InvalidFields(f)
 	}
@@ -353,12 +348,7 @@ func (s *Service) Rotate(ctx context.Context, tenantID, id string, in RotateInpu
 	if grace < 0 || grace > 30*86400 {
 		f["grace_seconds"] = "must be between 0 and 2592000 (30 days)"
 	}
-	secret := in.Secret
-	if secret == "" {
-		secret = GenerateSecret()
-	} else if _, err := secretKey(secret); err != nil {
-		f["secret"] = err.Error()
-	}
+	secret := chooseSecret(in.Secret, f)
 	if len(f) > 0 {
 		return Endpoint{}, apperr.InvalidFields(f)
 	}
@@ -419,4 +409,16 @@ func decodeEvents(ep *Endpoint) {
 	if ep.Events == nil {
 		ep.Events = []string{}
 	}
+}
+
+// chooseSecret is the given signing secret, or a new one when none is
+// given; a malformed one is noted in f under "secret".
+func chooseSecret(given string, f map[string]string) string {
+	if given == "" {
+		return GenerateSecret()
+	}
+	if _, err := secretKey(given); err != nil {
+		f["secret"] = err.Error()
+	}
+	return given
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,6 +225,20 @@ type receiver struct {
 	got     []received
 	answer  func(n int, w http.ResponseWriter)
 	delay   time.Duration
+}
+
+// downUntil makes the receiver answer down until bringUp is called, then
+// up.
+func (r *receiver) downUntil(down, up int) (bringUp func()) {
+	var isUp atomic.Bool
+	r.answer = func(n int, w http.ResponseWriter) {
+		if isUp.Load() {
+			w.WriteHeader(up)
+			return
+		}
+		w.WriteHeader(down)
+	}
+	return func() { isUp.Store(true) }
 }
 
 func newReceiver(t *testing.T) *receiver {

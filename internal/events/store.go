@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/db"
+	"leadpipe/internal/keyset"
 )
 
 // Every statement names tenant_id (docs/SCALING.md).
@@ -200,18 +201,9 @@ FROM events WHERE tenant_id = ? AND id = ?`, tenantID, id)
 }
 
 func listEvents(ctx context.Context, x db.Ext, tenantID, typ, cursor string, limit int) ([]EventRow, error) {
-	q := `SELECT tenant_id, id, type, resource_id, sequence, body, created_at, pending FROM events WHERE tenant_id = ?`
-	args := []any{tenantID}
-	if typ != "" {
-		q += ` AND type = ?`
-		args = append(args, typ)
-	}
-	if cursor != "" {
-		q += ` AND id < ?`
-		args = append(args, cursor)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
+	q, args := keyset.New(`SELECT tenant_id, id, type, resource_id, sequence, body, created_at, pending FROM events WHERE tenant_id = ?`, tenantID).
+		And(typ != "", "type = ?", typ).
+		Page(cursor, limit)
 	var out []EventRow
 	err := x.SelectContext(ctx, &out, q, args...)
 	return out, err

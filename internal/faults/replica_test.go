@@ -3,9 +3,15 @@
 package faults
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +23,11 @@ import (
 
 // TestReadReplica: the real server with LEADPIPE_MYSQL_READ_DSN on a
 // private MariaDB replica (GTID replication from a private primary). The
-// lead list reads the replica, a lead's own page (after its PATCH) the
-// primary; a replica that stops replicating (SQL thread stopped) and one
-// that is killed leave the list on the primary, answered 200.
+// lead list, the CSV export, a source's chart (stats) and the sources
+// report read the replica; a lead's own page (after its PATCH or a
+// merge) and an import's progress the primary. A replica that stops
+// replicating (SQL thread stopped) and one that is killed leave all four
+// reads on the primary, answered 200.
 func TestReadReplica(t *testing.T) {
 	ctx := context.Background()
 	primary := startMariaDB(t)
@@ -140,19 +148,86 @@ func TestReadReplica(t *testing.T) {
 	// A marker only the replica holds tells where the list was read.
 	marker := create("Marker Lead")
 	patched := create("Patched Lead")
+	keep, gone := create("Keep Lead"), create("Gone Lead")
 	onReplica(marker)
 	onReplica(patched)
-	if _, err := rep.Exec("UPDATE "+dbName+".leads SET name = 'Only on the replica' WHERE id = ?", marker); err != nil {
+	onReplica(keep)
+	onReplica(gone)
+	// Rows only the replica holds: the marker renamed and won (list,
+	// export, report), and a minute of 777 deliveries two hours ago on
+	// the source's chart.
+	if _, err := rep.Exec("UPDATE "+dbName+".leads SET name = 'Only on the replica', status = 'won' WHERE id = ?", marker); err != nil {
 		t.Fatal(err)
 	}
-	settle()
-	if got := listNames()[marker]; got != "Only on the replica" {
-		t.Fatalf("the list was not read from the replica: marker is %q", got)
+	if _, err := rep.Exec("INSERT INTO "+dbName+".source_stats_minute (tenant_id, source_id, bucket, deliveries) VALUES (?, ?, ?, 777)",
+		h.tenantID, h.sourceID, time.Now().UTC().Add(-2*time.Hour).Truncate(time.Minute)); err != nil {
+		t.Fatal(err)
 	}
+	ui := s.uiLogin("admin@replica.test", "faults-password-123")
+	// where tells, for each read that tolerates lag, which server
+	// answered it: "replica" or "primary" (every answer must be 200).
+	where := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		from := func(onReplica bool) string {
+			if onReplica {
+				return "replica"
+			}
+			return "primary"
+		}
+		out["list"] = from(listNames()[marker] == "Only on the replica")
+		r := s.do("GET", "/api/v1/leads/export.csv", h.token, nil, nil)
+		if r.status != 200 {
+			t.Fatalf("GET export.csv: %d %s", r.status, r.body)
+		}
+		out["export"] = from(bytes.Contains(r.body, []byte("Only on the replica")))
+		r = s.do("GET", "/api/v1/sources/"+h.sourceID+"/stats", h.token, nil, nil)
+		if r.status != 200 {
+			t.Fatalf("GET stats: %d %s", r.status, r.body)
+		}
+		var st struct {
+			Buckets []struct {
+				Deliveries int64 `json:"deliveries"`
+			} `json:"buckets"`
+		}
+		if err := json.Unmarshal(r.body, &st); err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, b := range st.Buckets {
+			sum += b.Deliveries
+		}
+		out["chart"] = from(sum >= 777)
+		status, body := ui.get("/reports/sources?format=csv")
+		if status != 200 {
+			t.Fatalf("GET /reports/sources?format=csv: %d %s", status, body)
+		}
+		recs, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+		if err != nil || len(recs) < 2 {
+			t.Fatalf("report csv: %v %q", err, body)
+		}
+		won := false // only the replica has a won lead
+		for _, rec := range recs[1:] {
+			won = won || rec[10] == "1"
+		}
+		out["report"] = from(won)
+		return out
+	}
+	all := func(want string) {
+		t.Helper()
+		got := where()
+		for _, k := range []string{"list", "export", "chart", "report"} {
+			if got[k] != want {
+				t.Fatalf("the %s was read from the %s, want the %s (%v)", k, got[k], want, got)
+			}
+		}
+	}
+	settle()
+	all("replica")
 	if name, _, _ := getLead(marker); name != "Marker Lead" {
 		t.Fatalf("a lead's own page read %q, not the primary's row", name)
 	}
-	t.Logf("replicating: the list reads the replica, a lead's page the primary")
+	t.Logf("replicating: list, export, chart and report read the replica, a lead's page the primary")
 
 	// Lag: the SQL thread stopped. A PATCH is read back at once (primary);
 	// the list leaves the replica, which no longer replicates.
@@ -170,22 +245,40 @@ func TestReadReplica(t *testing.T) {
 	if err := rep.Get(&onRep, "SELECT status FROM "+dbName+".leads WHERE id = ?", patched); err != nil || onRep == "qualified" {
 		t.Fatalf("the stopped replica has status %q (%v): it should lag", onRep, err)
 	}
+	// A merge read back at once: the surviving lead's new version.
+	_, _, etag = getLead(keep)
+	mr := s.do("POST", "/api/v1/leads/"+keep+"/merge", h.token, map[string]any{"others": []string{gone}},
+		map[string]string{"If-Match": etag, "Idempotency-Key": "merge-replica"})
+	if mr.status != 200 {
+		t.Fatalf("merge: %d %s", mr.status, mr.body)
+	}
+	if _, _, after := getLead(keep); after != mr.header.Get("ETag") || after == etag {
+		t.Fatalf("after its merge the lead reads ETag %s, the merge answered %s (before %s)", after, mr.header.Get("ETag"), etag)
+	}
+	// An import's progress: the import exists only on the primary.
+	imp := s.importCSV(h.token, "name,email\nImported One,imported.one@replica.test\n")
+	if r := s.do("GET", "/api/v1/imports/"+imp, h.token, nil, nil); r.status != 200 {
+		t.Fatalf("GET /api/v1/imports/%s with the replica lagging: %d %s", imp, r.status, r.body)
+	}
+	var n int
+	if err := rep.Get(&n, "SELECT COUNT(*) FROM "+dbName+".imports WHERE id = ?", imp); err != nil || n != 0 {
+		t.Fatalf("the stopped replica holds the import (%d, %v): it should lag", n, err)
+	}
 	fresh := create("Fresh Lead")
 	settle()
 	names := listNames()
 	if names[marker] != "Marker Lead" || names[fresh] != "Fresh Lead" {
 		t.Fatalf("with the replica's SQL thread stopped the list should read the primary: %v", names)
 	}
-	t.Logf("lagging (SQL thread stopped): the PATCH is read back from the primary, the list falls back to it")
+	all("primary")
+	t.Logf("lagging (SQL thread stopped): the PATCH, the merge and the import's progress are read back from the primary; list, export, chart and report fall back to it")
 
 	if _, err := rep.Exec("START SLAVE SQL_THREAD"); err != nil {
 		t.Fatal(err)
 	}
 	onReplica(fresh)
 	settle()
-	if got := listNames()[marker]; got != "Only on the replica" {
-		t.Fatalf("replicating again, the list should read the replica: marker %q", got)
-	}
+	all("replica")
 
 	// The replica killed: the list answers 200 from the primary, at once
 	// (the failed query is re-run there) and afterwards.
@@ -195,7 +288,65 @@ func TestReadReplica(t *testing.T) {
 		if names[marker] != "Marker Lead" || names[fresh] != "Fresh Lead" {
 			t.Fatalf("with the replica down the list should read the primary: %v", names)
 		}
+		all("primary")
 		time.Sleep(700 * time.Millisecond)
 	}
-	t.Logf("replica killed: the list answers 200 from the primary")
+	t.Logf("replica killed: list, export, chart and report answer 200 from the primary")
+}
+
+// importCSV posts a CSV import and returns its id.
+func (s *suite) importCSV(token, body string) string {
+	s.t.Helper()
+	req, _ := http.NewRequest("POST", s.base+"/api/v1/imports?filename=replica.csv", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("Idempotency-Key", "import-replica")
+	res, err := client.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var v struct {
+		ID string `json:"id"`
+	}
+	if res.StatusCode != http.StatusAccepted || json.Unmarshal(b, &v) != nil || v.ID == "" {
+		s.t.Fatalf("POST /api/v1/imports: %d %s", res.StatusCode, b)
+	}
+	return v.ID
+}
+
+// uiSession is a signed-in browser session (a cookie jar).
+type uiSession struct {
+	s *suite
+	c *http.Client
+}
+
+func (s *suite) uiLogin(email, password string) *uiSession {
+	s.t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("POST", s.base+"/login", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.base)
+	res, err := c.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		s.t.Fatalf("login %s: %d", email, res.StatusCode)
+	}
+	return &uiSession{s: s, c: c}
+}
+
+func (u *uiSession) get(path string) (int, []byte) {
+	u.s.t.Helper()
+	res, err := u.c.Get(u.s.base + path)
+	if err != nil {
+		u.s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/atrest"
@@ -51,10 +53,12 @@ type Service struct {
 	Now        func() time.Time
 
 	captcha captchaVerifier
-	limits  limiter
+	limits  *sharedLimiter
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedPage
+	gen     uint64             // bumped by invalidate: a load begun before a change is not shared after it
+	loads   singleflight.Group // one database load per form at a time
 }
 
 // Options are the service's settings besides its dependencies.
@@ -66,6 +70,9 @@ type Options struct {
 	VerifyURLs map[string]string
 	// Now is the clock (nil: the wall clock).
 	Now func() time.Time
+	// Redis keeps the rate limits' counts, shared by every server (nil:
+	// each server counts its own).
+	Redis redis.Scripter
 }
 
 // NewService returns a service.
@@ -77,8 +84,12 @@ func NewService(d *sqlx.DB, box *atrest.Box, src *sources.Service, ten *tenants.
 	if stats == nil {
 		stats = monitor.Discard{}
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Service{DB: d, Box: box, Sources: src, Tenants: ten, In: in, Rejections: rej, Stats: stats,
-		BaseURL: strings.TrimRight(baseURL, "/"), Log: log, Now: o.Now, captcha: captchaVerifier{client: o.Client, urls: o.VerifyURLs}}
+		BaseURL: strings.TrimRight(baseURL, "/"), Log: log, Now: o.Now, captcha: captchaVerifier{client: o.Client, urls: o.VerifyURLs},
+		limits: &sharedLimiter{rdb: o.Redis, log: log}}
 }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now).UTC().Truncate(time.Microsecond) }

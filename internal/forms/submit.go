@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -71,15 +72,43 @@ func (s *Service) Page(ctx context.Context, tenantSlug, formSlug string) (Page, 
 	return p, nil
 }
 
+// Lookup finds a form by its public slugs as Page does, without signing a
+// token (a POST or a preflight needs none: the submission brings its own).
+func (s *Service) Lookup(ctx context.Context, tenantSlug, formSlug string) (Page, error) {
+	return s.page(ctx, tenantSlug, formSlug)
+}
+
 func (s *Service) page(ctx context.Context, tenantSlug, formSlug string) (Page, error) {
 	key := tenantSlug + "/" + formSlug
 	now := time.Now()
 	s.cacheMu.Lock()
 	c, ok := s.cache[key]
+	gen := s.gen
 	s.cacheMu.Unlock()
 	if ok && now.Sub(c.at) < pageTTL {
 		return c.p, nil
 	}
+	// When the cached page ages, every POST in flight for the form would
+	// load it at once (three queries and a decryption each): one loads,
+	// the others wait for its answer.
+	v, err, _ := s.loads.Do(strconv.FormatUint(gen, 10)+"/"+key, func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pageLoadTimeout)
+		defer cancel()
+		return s.load(lctx, tenantSlug, formSlug, key, now, gen)
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	return v.(Page), nil
+}
+
+// pageLoadTimeout bounds a shared page load (it outlives the request
+// that began it while others wait for it).
+const pageLoadTimeout = 5 * time.Second
+
+// load reads a form's page from the database and caches it, unless the
+// forms changed (invalidate) while it read.
+func (s *Service) load(ctx context.Context, tenantSlug, formSlug, key string, now time.Time, gen uint64) (Page, error) {
 	notFound := apperr.New(apperr.NotFound, "no such form")
 	if !slugRE.MatchString(formSlug) {
 		return Page{}, notFound
@@ -115,10 +144,12 @@ func (s *Service) page(ctx context.Context, tenantSlug, formSlug string) (Page, 
 		p.captchaSecret = string(pt)
 	}
 	s.cacheMu.Lock()
-	if s.cache == nil || len(s.cache) > 10000 {
-		s.cache = map[string]cachedPage{}
+	if s.gen == gen {
+		if s.cache == nil || len(s.cache) > 10000 {
+			s.cache = map[string]cachedPage{}
+		}
+		s.cache[key] = cachedPage{p: p, at: now}
 	}
-	s.cache[key] = cachedPage{p: p, at: now}
 	s.cacheMu.Unlock()
 	return p, nil
 }
@@ -126,6 +157,7 @@ func (s *Service) page(ctx context.Context, tenantSlug, formSlug string) (Page, 
 func (s *Service) invalidate() {
 	s.cacheMu.Lock()
 	s.cache = nil
+	s.gen++
 	s.cacheMu.Unlock()
 }
 
@@ -178,7 +210,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Result, error) {
 		sum := sha256.Sum256(canonical(sub.Values))
 		deliveryID = fmt.Sprintf("body:%d:%s", now.Unix()/86400, hex.EncodeToString(sum[:]))
 	}
-	if ok, retry := s.limits.allow(f.ID, sub.IP, deliveryID, f.Limits.PerIP, f.Limits.PerForm, now); !ok {
+	if ok, retry := s.limits.allow(ctx, f.ID, sub.IP, deliveryID, f.Limits.PerIP, f.Limits.PerForm, now); !ok {
 		return refuse(ReasonRateLimited, "Too many submissions. Please try again in a minute.", retry)
 	}
 	if sub.Values.Get(ParamHoneypot) != "" {

@@ -1,7 +1,7 @@
 // Package imports runs CSV imports of leads (docs/ARCHITECTURE.md): an upload is
 // checked and stored whole in the database first (imports, import_chunks),
 // then a task applies its rows in batches through the same batch upsert as
-// webhooks (leads.UpsertFromSenderBatch) as records of the tenant's import
+// webhooks (leads.Service.WriteSenders) as records of the tenant's import
 // source, keyed by the natural-key column. Each batch commits the import's
 // row offset and counts with the leads it wrote, so a crashed run resumes
 // after its last batch and applies nothing twice; a row that changes
@@ -113,15 +113,16 @@ type Enqueuer interface {
 	EnqueueContext(ctx context.Context, t *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
-// ChangedFunc writes what a batch's records did to their leads (timeline,
-// outbound events) in the batch's transaction: leads.Service.SenderChanged.
-type ChangedFunc func(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error
+// WriteFunc writes a batch's records to their leads in the batch's
+// transaction (upsert, assignment, timeline, outbound events):
+// leads.Service.WriteSenders.
+type WriteFunc func(ctx context.Context, x db.Ext, tenantID string, b leads.SenderBatch) ([]leads.UpsertOutcome, error)
 
 // Service creates, runs and reports imports.
 type Service struct {
 	DB         *sqlx.DB
 	Sources    *sources.Service
-	Changed    ChangedFunc
+	Write      WriteFunc // nil: a leads.Service that tells nobody
 	Queue      Enqueuer
 	EachTenant func(ctx context.Context, fn func(tenantID string) error) error
 	Log        *slog.Logger
@@ -139,9 +140,16 @@ type Service struct {
 }
 
 // NewService returns a service.
-func NewService(d *sqlx.DB, src *sources.Service, changed ChangedFunc, q Enqueuer,
+func NewService(d *sqlx.DB, src *sources.Service, write WriteFunc, q Enqueuer,
 	eachTenant func(ctx context.Context, fn func(tenantID string) error) error, log *slog.Logger, now func() time.Time) *Service {
-	return &Service{DB: d, Sources: src, Changed: changed, Queue: q, EachTenant: eachTenant, Log: log, Now: now}
+	return &Service{DB: d, Sources: src, Write: write, Queue: q, EachTenant: eachTenant, Log: log, Now: now}
+}
+
+func (s *Service) write() WriteFunc {
+	if s.Write == nil {
+		return (&leads.Service{}).WriteSenders
+	}
+	return s.Write
 }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now).UTC() }

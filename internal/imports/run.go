@@ -207,7 +207,7 @@ func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, pl
 				}
 				var n counts
 				if len(recs) > 0 {
-					outcomes, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, recs, now)
+					outcomes, err := s.write()(ctx, tx, tenantID, leads.SenderBatch{Records: recs, Now: now})
 					if err != nil {
 						return err
 					}
@@ -222,11 +222,6 @@ func (s *Service) applyBatch(ctx context.Context, tenantID string, im Import, pl
 							refused = append(refused, ErrorRow{Row: r.num, Reason: "this lead was erased (personal data request): it is not re-created", Raw: rawRow(r.rec)})
 						default: // unchanged, or older than the lead's data
 							n.unchanged++
-						}
-					}
-					if s.Changed != nil {
-						if err := s.Changed(ctx, tx, tenantID, outcomes); err != nil {
-							return err
 						}
 					}
 				}

@@ -16,6 +16,7 @@ import (
 	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/tenants"
 )
 
 // Assignment strategies (docs/ARCHITECTURE.md, "Assignment and first response").
@@ -45,19 +46,40 @@ type RuleCondition struct {
 }
 
 // AssignmentRule is one rule: round robin among Members, or a fixed owner.
+// Caps are round-robin members' daily caps (leads a day from this rule,
+// the day in the tenant's routing zone, Assignment.TimeZone); Escalate
+// reassigns a lead whose first response is overdue (escalate.go).
 type AssignmentRule struct {
-	Name     string        `json:"name"`
-	When     RuleCondition `json:"when"`
-	Strategy string        `json:"strategy"`
-	Members  []string      `json:"members,omitempty"`
-	OwnerID  *string       `json:"owner_id,omitempty"`
+	Name     string         `json:"name"`
+	When     RuleCondition  `json:"when"`
+	Strategy string         `json:"strategy"`
+	Members  []string       `json:"members,omitempty"`
+	OwnerID  *string        `json:"owner_id,omitempty"`
+	Caps     map[string]int `json:"caps,omitempty"`
+	Escalate *Escalation    `json:"escalate,omitempty"`
 }
 
+// Escalation is a rule's "after N minutes overdue, reassign to": To is
+// EscalateNextMember or a user id.
+type Escalation struct {
+	AfterMinutes int    `json:"after_minutes"`
+	To           string `json:"to"`
+}
+
+// EscalateNextMember as Escalation.To: the member after the owner in the
+// rule's members (skipping disabled and away ones).
+const EscalateNextMember = "next_member"
+
+// maxCap bounds a member's daily cap.
+const maxCap = 100000
+
 // Assignment is GET|PUT /api/v1/assignment: the tenant's rules, tried in
-// order, and the first-response time.
+// order, the first-response time, and the zone whose midnight starts a
+// new day for daily caps ("" is UTC).
 type Assignment struct {
 	Rules                []AssignmentRule `json:"rules"`
 	FirstResponseMinutes int              `json:"first_response_minutes"`
+	TimeZone             string           `json:"time_zone"`
 }
 
 // Assignment returns the tenant's rules and settings.
@@ -66,11 +88,11 @@ func (s *Service) Assignment(ctx context.Context, tenantID string) (Assignment, 
 	if err != nil {
 		return Assignment{}, err
 	}
-	minutes, err := firstResponseMinutes(ctx, s.DB, tenantID)
+	minutes, zone, err := assignmentSettings(ctx, s.DB, tenantID)
 	if err != nil {
 		return Assignment{}, err
 	}
-	out := Assignment{Rules: make([]AssignmentRule, 0, len(rows)), FirstResponseMinutes: minutes}
+	out := Assignment{Rules: make([]AssignmentRule, 0, len(rows)), FirstResponseMinutes: minutes, TimeZone: zone}
 	for _, r := range rows {
 		out.Rules = append(out.Rules, r.AssignmentRule)
 	}
@@ -97,7 +119,7 @@ func (s *Service) PutAssignment(ctx context.Context, tenantID string, in Assignm
 		for i, r := range in.Rules {
 			rows[i] = ruleRow{ID: ids.New(), Position: i, AssignmentRule: r}
 		}
-		if err := replaceAssignment(ctx, tx, tenantID, rows, in.FirstResponseMinutes, now); err != nil {
+		if err := replaceAssignment(ctx, tx, tenantID, rows, in.FirstResponseMinutes, in.TimeZone, now); err != nil {
 			return err
 		}
 		names := make([]string, len(in.Rules))
@@ -105,7 +127,7 @@ func (s *Service) PutAssignment(ctx context.Context, tenantID string, in Assignm
 			names[i] = r.Name
 		}
 		return audit.Record(ctx, tx, tenantID, audit.Entry{Action: "assignment.changed", TargetType: "assignment",
-			Detail: map[string]any{"rules": names, "first_response_minutes": in.FirstResponseMinutes}})
+			Detail: map[string]any{"rules": names, "first_response_minutes": in.FirstResponseMinutes, "time_zone": in.TimeZone}})
 	})
 	if err != nil {
 		return Assignment{}, err
@@ -120,6 +142,15 @@ func (s *Service) validateAssignment(ctx context.Context, x db.Ext, tenantID str
 	}
 	if len(in.Rules) > maxRules {
 		bad["rules"] = fmt.Sprintf("at most %d rules", maxRules)
+	}
+	in.TimeZone = strings.TrimSpace(in.TimeZone)
+	if in.TimeZone == "UTC" {
+		in.TimeZone = ""
+	}
+	if in.TimeZone != "" {
+		if _, err := tenants.ParseTimeZone(in.TimeZone); err != nil {
+			bad["time_zone"] = "must be a time zone name such as Europe/Berlin"
+		}
 	}
 	var users []string
 	for i := range in.Rules {
@@ -157,6 +188,14 @@ func (s *Service) validateAssignment(ctx context.Context, x db.Ext, tenantID str
 				seen[m] = true
 			}
 			users = append(users, r.Members...)
+			for u, c := range r.Caps {
+				if !seen[u] {
+					bad[p+"caps"] = "names a user who is not a member (" + Clip(u, 40) + ")"
+				}
+				if c < 0 || c > maxCap {
+					bad[p+"caps"] = fmt.Sprintf("must be between 0 and %d leads a day", maxCap)
+				}
+			}
 		case StrategyOwner:
 			if r.OwnerID == nil {
 				bad[p+"owner_id"] = "is required with strategy owner"
@@ -166,8 +205,36 @@ func (s *Service) validateAssignment(ctx context.Context, x db.Ext, tenantID str
 			if len(r.Members) > 0 {
 				bad[p+"members"] = "only with strategy round_robin"
 			}
+			if len(r.Caps) > 0 {
+				bad[p+"caps"] = "only with strategy round_robin"
+			}
+			if e := r.Escalate; e != nil && e.To == EscalateNextMember {
+				bad[p+"escalate.to"] = "next_member needs strategy round_robin; name a user"
+			}
 		default:
 			bad[p+"strategy"] = "must be round_robin or owner"
+		}
+	}
+	for i := range in.Rules {
+		r := &in.Rules[i]
+		p := fmt.Sprintf("rules[%d].", i)
+		if len(r.Caps) == 0 {
+			r.Caps = nil
+		}
+		e := r.Escalate
+		if e == nil {
+			continue
+		}
+		e.To = strings.TrimSpace(e.To)
+		if e.AfterMinutes < 1 || e.AfterMinutes > 7*24*60 {
+			bad[p+"escalate.after_minutes"] = "must be between 1 and 10080"
+		}
+		switch {
+		case e.To == EscalateNextMember:
+		case ids.Valid(e.To):
+			users = append(users, e.To)
+		default:
+			bad[p+"escalate.to"] = "must be next_member or a user id"
 		}
 	}
 	var valid []string
@@ -190,6 +257,11 @@ func (s *Service) validateAssignment(ctx context.Context, x db.Ext, tenantID str
 		if r.OwnerID != nil && r.Strategy == StrategyOwner {
 			if u, ok := active[*r.OwnerID]; !ok || u.disabled {
 				bad[p+"owner_id"] = "is not an active user of this tenant"
+			}
+		}
+		if e := r.Escalate; e != nil && e.To != EscalateNextMember && ids.Valid(e.To) {
+			if u, ok := active[e.To]; !ok || u.disabled {
+				bad[p+"escalate.to"] = "is not an active user of this tenant"
 			}
 		}
 	}
@@ -274,16 +346,20 @@ func assignNew(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts
 type assignPlan struct {
 	tenantID string
 	now      time.Time
-	minutes  int
-	rules    []ruleRow
-	users    map[string]userState
+	// day is now's day in the tenant's routing zone (dayNumber): the
+	// round-robin positions count from its start.
+	day     int64
+	minutes int
+	rules   []ruleRow
+	users   map[string]userState
 	// rule[i] is the index in rules of the rule that assigns lead i, -1:
 	// none.
 	rule []int
-	// active[ri] is a round-robin rule's members who are not disabled, in
-	// the rule's order; need[ri] how many positions its leads take.
-	active map[int][]string
-	need   map[int]int64
+	// sched[ri] is whom a round-robin rule's day positions go to: its
+	// members who are neither disabled nor away, with their daily caps
+	// (capSchedule); need[ri] how many positions its leads take.
+	sched map[int]capSchedule
+	need  map[int]int64
 	// pre[ri] is a reservation of need[ri] positions under way apart
 	// (prefetch), which take uses instead of reserving then.
 	pre map[int]*prefetched
@@ -319,7 +395,7 @@ func (p *assignPlan) prefetch(ctx context.Context, reserve *sqlx.DB) {
 		p.pre[ri] = f
 		go func(ruleID string) {
 			defer close(f.done)
-			f.r, f.ok, f.err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+			f.r, f.ok, f.err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.day, p.now)
 		}(p.rules[ri].ID)
 	}
 }
@@ -333,9 +409,11 @@ var ErrRulesChanged = fmt.Errorf("leads: the assignment rules changed meanwhile:
 // whether reservations were left (planRules: one indexed read; nothing
 // more when it has none) and the users they name, and decides which rule
 // assigns each lead: the first that matches and has somebody active (a
-// disabled member is skipped; a rule with nobody active left does not
-// match). Leads tagged test are never assigned. Nothing is
-// locked: the round-robin positions are taken by take.
+// disabled or away member is skipped; a rule with nobody active left, or
+// whose members have all reached their daily caps as far as the unlocked
+// read of its counter tells, does not match). Leads tagged test are never
+// assigned. Nothing is locked: the round-robin positions are taken by
+// take.
 func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFacts, now time.Time) (*assignPlan, error) {
 	p := &assignPlan{tenantID: tenantID, now: now}
 	if len(ls) == 0 {
@@ -376,15 +454,28 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 		return nil, err
 	}
 	p.rules, p.users = rules, users
+	p.day = dayNumber(now, zoneOf(rules[0].zone))
 	p.rule = make([]int, len(ls))
-	p.active, p.need = map[int][]string{}, map[int]int64{}
+	p.sched, p.need = map[int]capSchedule{}, map[int]int64{}
 	for ri := range used {
 		if r := rules[ri]; r.Strategy == StrategyRoundRobin {
+			var base []string
 			for _, m := range r.Members {
-				if u, ok := users[m]; ok && !u.disabled {
-					p.active[ri] = append(p.active[ri], m)
+				if u, ok := users[m]; ok && !u.disabled && !u.away(now) {
+					base = append(base, m)
 				}
 			}
+			sc := newCapSchedule(base, r.Caps)
+			// Positions of the day already past what the caps allow
+			// (read without a lock: take still checks each position).
+			pos := int64(0)
+			if r.counterDay >= p.day {
+				pos = r.counterPos
+			}
+			if sc.full(pos) {
+				sc = capSchedule{}
+			}
+			p.sched[ri] = sc
 		}
 	}
 	some := false
@@ -400,7 +491,7 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 					ok = found && !u.disabled
 				}
 			case StrategyRoundRobin:
-				if ok = len(p.active[ri]) > 0; ok {
+				if ok = !p.sched[ri].empty(); ok {
 					p.need[ri]++
 				}
 			}
@@ -417,8 +508,9 @@ func planAssign(ctx context.Context, x db.Ext, tenantID string, ls []newLeadFact
 }
 
 // take hands out the plan's owners. Round-robin positions are counted per
-// rule (next_pos: the positions ever handed out; position k goes to the
-// rule's k-th active member, modulo their number), and each rule the
+// rule and day (next_pos: the positions handed out since the day began;
+// position k goes to the member capSchedule.ownerAt names: the k-th
+// active member modulo their number while nobody is capped), and each rule the
 // leads use is served in rule id order, so concurrent transactions take
 // the rows in one order.
 //
@@ -448,7 +540,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 		var left []reservation
 		if p.rules[ri].leftOver {
 			var err error
-			if left, err = leftReservations(ctx, x, p.tenantID, ruleID, p.now); err != nil {
+			if left, err = leftReservations(ctx, x, p.tenantID, ruleID, p.day, p.now); err != nil {
 				return nil, err
 			}
 		}
@@ -469,7 +561,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 			continue
 		}
 		if reserve == nil {
-			start, ok, err := reserveCounter(ctx, x, p.tenantID, ruleID, need)
+			start, ok, err := reserveCounter(ctx, x, p.tenantID, ruleID, need, p.day)
 			if err != nil {
 				return nil, err
 			}
@@ -494,7 +586,7 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 			}
 			r, ok, err = f.r, f.ok, f.err
 		} else {
-			r, ok, err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.now)
+			r, ok, err = reserveApart(ctx, reserve, p.tenantID, ruleID, need, p.day, p.now)
 		}
 		if err != nil {
 			return nil, err
@@ -521,9 +613,12 @@ func (p *assignPlan) take(ctx context.Context, x db.Ext, reserve *sqlx.DB) ([]*a
 		if r.Strategy == StrategyOwner {
 			owner = *r.OwnerID
 		} else {
-			act := p.active[ri]
-			owner = act[positions[ri][next[ri]]%int64(len(act))]
+			var ok bool
+			owner, ok = p.sched[ri].ownerAt(positions[ri][next[ri]])
 			next[ri]++
+			if !ok {
+				continue // every member reached their cap meanwhile: stays unassigned
+			}
 		}
 		out[i] = &assigned{OwnerID: owner, OwnerName: p.users[owner].name, RuleID: r.ID, RuleName: r.Name, At: p.now, Due: due}
 	}

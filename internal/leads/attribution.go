@@ -3,6 +3,7 @@ package leads
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 // the first touch, set once and never changed, and the last touch, which
 // follows the newest record. A touch maps utm_source, utm_medium,
 // utm_campaign, utm_term, utm_content, gclid, fbclid, li_fat_id, referrer,
-// landing_page and at (RFC 3339) to their values; empty ones are left out.
+// landing_page, the ad keys (campaign_id, campaign_name, adset_id, ad_id,
+// form_id), source_id and at (RFC 3339) to their values; empty ones are
+// left out.
 type Attribution struct {
 	First map[string]string `json:"first,omitempty"`
 	Last  map[string]string `json:"last,omitempty"`
@@ -162,11 +165,20 @@ func applyTouch(e *Extras, r TouchRecord) {
 		if e.Attribution == nil {
 			e.Attribution = &Attribution{}
 		}
-		if len(e.Attribution.First) == 0 && first != nil {
+		switch {
+		case len(e.Attribution.First) == 0 && first != nil:
 			e.Attribution.First = first
+		case sameTouch(e.Attribution.First, first):
+			e.Attribution.First = fillTouch(e.Attribution.First, first)
+		case sameTouch(e.Attribution.First, last):
+			e.Attribution.First = fillTouch(e.Attribution.First, last)
 		}
-		if last != nil && (len(e.Attribution.Last) == 0 || touchTime(last).After(touchTime(e.Attribution.Last))) {
+		switch {
+		case last == nil:
+		case len(e.Attribution.Last) == 0 || touchTime(last).After(touchTime(e.Attribution.Last)):
 			e.Attribution.Last = last
+		case sameTouch(e.Attribution.Last, last):
+			e.Attribution.Last = fillTouch(e.Attribution.Last, last)
 		}
 	}
 	if c := r.Consent; c != nil {
@@ -190,6 +202,32 @@ func clean(t map[string]string) map[string]string {
 			out = map[string]string{}
 		}
 		out[k] = Clip(v, 2000)
+	}
+	return out
+}
+
+// sameTouch reports whether t is the touch have already holds: the same
+// time and source (a Meta lead's webhook, then the Graph lead the
+// enrichment fetches, which says more of the same ad).
+func sameTouch(have, t map[string]string) bool {
+	return len(have) > 0 && len(t) > 0 && have["at"] != "" && have["at"] == t["at"] && have["source_id"] == t["source_id"]
+}
+
+// fillTouch adds to have the keys only t has; a value have holds is
+// never changed (the first touch is set once).
+func fillTouch(have, t map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range t {
+		if _, ok := have[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(have)
+		}
+		out[k] = v
+	}
+	if out == nil {
+		return have
 	}
 	return out
 }

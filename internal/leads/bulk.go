@@ -57,13 +57,8 @@ func ParseBulk(body []byte) (BulkInput, error) {
 	if err != nil {
 		return BulkInput{}, err
 	}
-	bad := map[string]string{}
+	bad := unknownFields(m, "ids", "set")
 	var in BulkInput
-	for k := range m {
-		if k != "ids" && k != "set" {
-			bad[k] = "unknown field (send ids and set)"
-		}
-	}
 	var ids []string
 	if v, ok := m["ids"]; !ok || isNull(v) {
 		bad["ids"] = "is required: 1 to 500 lead ids"

@@ -3,6 +3,7 @@ package leads
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -72,6 +73,17 @@ var senderOwned = map[string]bool{"payload": true, "email": true, "name": true, 
 
 var readOnly = map[string]bool{"id": true, "source_id": true, "source_ref": true, "version": true,
 	"created_at": true, "updated_at": true}
+
+// unknownFields names, as a 422's fields, the keys of m other than known.
+func unknownFields(m map[string]json.RawMessage, known ...string) map[string]string {
+	bad := map[string]string{}
+	for k := range m {
+		if !slices.Contains(known, k) {
+			bad[k] = "unknown field (send " + strings.Join(known, " and ") + ")"
+		}
+	}
+	return bad
+}
 
 // decodeObject splits a JSON object into its members (400 when the body is
 // not a JSON object).

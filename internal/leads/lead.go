@@ -59,12 +59,21 @@ type Lead struct {
 // its merge record for an unmerge).
 const StatusMerged = "merged"
 
+// statusNew is the status every lead is created with.
+const statusNew = "new"
+
 // SenderRecord is what a sender (webhook or reconcile) says about a lead:
 // only sender-owned fields.
 type SenderRecord struct {
 	SourceRef string
 	Email     string
 	Name      string
+	// FirstName and LastName are the parts of the name where the sender
+	// sends them apart (HubSpot's firstname and lastname, one event each):
+	// a record with a part changes that part of the lead's name and keeps
+	// the other (senderState.apply); Name is then not read.
+	FirstName string
+	LastName  string
 	Phone     string
 	Company   string
 	CreatedAt *time.Time

@@ -115,13 +115,8 @@ func ParseMerge(body []byte) (MergeInput, error) {
 	if err != nil {
 		return MergeInput{}, err
 	}
-	bad := map[string]string{}
+	bad := unknownFields(m, "others", "fields")
 	var in MergeInput
-	for k := range m {
-		if k != "others" && k != "fields" {
-			bad[k] = "unknown field (send others and fields)"
-		}
-	}
 	if v, ok := m["others"]; !ok || isNull(v) {
 		bad["others"] = "is required: 1 to 20 lead ids merged into this one"
 	} else if json.Unmarshal(v, &in.Others) != nil {
@@ -176,26 +171,7 @@ type mergeState struct {
 func mergeFieldsOf(l Lead) map[string]json.RawMessage {
 	out := make(map[string]json.RawMessage, len(MergeFields))
 	for _, f := range MergeFields {
-		var v any
-		switch f {
-		case "email":
-			v = l.Email
-		case "name":
-			v = l.Name
-		case "phone":
-			v = l.Phone
-		case "company":
-			v = l.Company
-		case "status":
-			v = l.Status
-		case "owner_id":
-			v = l.OwnerID
-		case "next_step":
-			v = l.NextStep
-		case "due_at":
-			v = l.DueAt
-		}
-		b, _ := json.Marshal(v)
+		b, _ := json.Marshal(l.mergeField(f))
 		out[f] = b
 	}
 	return out
@@ -203,25 +179,41 @@ func mergeFieldsOf(l Lead) map[string]json.RawMessage {
 
 // setMergeField sets one picked field of l from another lead's value.
 func setMergeField(l *Lead, f string, raw json.RawMessage) error {
+	p := l.mergeField(f)
+	if p == nil {
+		return nil
+	}
+	// A pointer field gets a new value, never written through the old
+	// pointer (another lead may share it).
 	switch f {
-	case "email":
-		return json.Unmarshal(raw, &l.Email)
-	case "name":
-		return json.Unmarshal(raw, &l.Name)
-	case "phone":
-		return json.Unmarshal(raw, &l.Phone)
-	case "company":
-		return json.Unmarshal(raw, &l.Company)
-	case "status":
-		return json.Unmarshal(raw, &l.Status)
 	case "owner_id":
 		l.OwnerID = nil
-		return json.Unmarshal(raw, &l.OwnerID)
-	case "next_step":
-		return json.Unmarshal(raw, &l.NextStep)
 	case "due_at":
 		l.DueAt = nil
-		return json.Unmarshal(raw, &l.DueAt)
+	}
+	return json.Unmarshal(raw, p)
+}
+
+// mergeField points at the field of l a merge picks by name (MergeFields);
+// nil for another name.
+func (l *Lead) mergeField(f string) any {
+	switch f {
+	case "email":
+		return &l.Email
+	case "name":
+		return &l.Name
+	case "phone":
+		return &l.Phone
+	case "company":
+		return &l.Company
+	case "status":
+		return &l.Status
+	case "owner_id":
+		return &l.OwnerID
+	case "next_step":
+		return &l.NextStep
+	case "due_at":
+		return &l.DueAt
 	}
 	return nil
 }

@@ -40,15 +40,7 @@ func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 	}
 	batch := func(tenant string, recs ...leads.BatchRecord) []leads.UpsertOutcome {
 		t.Helper()
-		var out []leads.UpsertOutcome
-		if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-			var err error
-			out, err = leads.UpsertFromSenderBatch(ctx, tx, tenant, recs, time.Now().UTC())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return upsertBatch(ctx, t, d, tenant, recs...)
 	}
 	get := func(id string) leads.Lead {
 		t.Helper()

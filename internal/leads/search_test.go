@@ -68,25 +68,9 @@ func TestSearchPathsAgreeWithBruteForce(t *testing.T) {
 		want := brute(f)
 		for name, svc := range paths {
 			t.Run(fmt.Sprintf("%s/q=%q status=%s owner=%v", name, f.Q, f.Status, f.OwnerID != ""), func(t *testing.T) {
-				var got []string
 				page := f
 				page.Limit = 23
-				for i := 0; ; i++ {
-					p, err := svc.List(ctx, tenant, page)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, l := range p.Items {
-						got = append(got, l.ID)
-					}
-					if p.NextCursor == "" {
-						break
-					}
-					if i > 1000 {
-						t.Fatal("no end of pages")
-					}
-					page.Cursor = p.NextCursor
-				}
+				got := listAll(ctx, t, svc, tenant, page)
 				if strings.Join(got, ",") != strings.Join(want, ",") {
 					t.Fatalf("got %d leads, brute force %d", len(got), len(want))
 				}

@@ -18,7 +18,7 @@ import (
 // SeedOptions tune Seed.
 type SeedOptions struct {
 	N        int    // leads to insert
-	Batch    int    // rows per INSERT (default 2000; at most 3000: 17 placeholders a row, 65,535 a statement)
+	Batch    int    // rows per INSERT (default 2000; at most 2500: 25 placeholders a row, 65,535 a statement)
 	Workers  int    // parallel inserters (default 2)
 	SourceID string // "" makes manual leads
 	RandSeed uint64 // same seed, same names
@@ -34,7 +34,7 @@ func Seed(ctx context.Context, d *sqlx.DB, tenantID string, o SeedOptions) (int,
 	if o.Batch <= 0 {
 		o.Batch = 2000
 	}
-	o.Batch = min(o.Batch, 3000)
+	o.Batch = min(o.Batch, 2500)
 	if o.Workers <= 0 {
 		o.Workers = 2
 	}
@@ -76,7 +76,7 @@ func Seed(ctx context.Context, d *sqlx.DB, tenantID string, o SeedOptions) (int,
 }
 
 func seedBatch(ctx context.Context, d *sqlx.DB, tenantID, sourceID string, rng *rand.Rand, start, k int) error {
-	args := make([]any, 0, k*seedCols)
+	rows := make([]leadRow, 0, k)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := 0; i < k; i++ {
 		id := ids.New()
@@ -96,10 +96,11 @@ func seedBatch(ctx context.Context, d *sqlx.DB, tenantID, sourceID string, rng *
 		if sourceID != "" {
 			ref = fmt.Sprintf("seed-%d", n)
 		}
-		args = append(args, tenantID, id, sourceID, ref, string(payload), email, name, phone, company,
-			now, 1, seedStatus(rng), nil, "[]", 1, now, now)
+		rows = append(rows, leadRow{TenantID: tenantID, ID: id, SourceID: sourceID, SourceRef: ref, Payload: string(payload),
+			Email: email, Name: name, Phone: phone, Company: company, LastSeenAt: now, TimesSeen: 1, Status: seedStatus(rng),
+			CreatedAt: now, UpdatedAt: now})
 	}
-	return insertSeedRows(ctx, d, k, args)
+	return insertLeads(ctx, d, rows, "")
 }
 
 // seedStatus follows a typical funnel: most leads are new or contacted.

@@ -633,12 +633,17 @@ func (s *Service) CappedCounts(ctx context.Context, tenantID string, statuses []
 	if err != nil {
 		return nil, err
 	}
+	return cappedCounts(statuses, byStatus, limit), nil
+}
+
+// cappedCounts are the counts of statuses, each up to limit.
+func cappedCounts(statuses []string, byStatus map[string]int, limit int) []StatusCount {
 	out := make([]StatusCount, len(statuses))
 	for i, st := range statuses {
 		n := byStatus[st]
 		out[i] = StatusCount{Status: st, N: min(n, limit), Capped: n > limit}
 	}
-	return out, nil
+	return out
 }
 
 // CappedCountsFor is CappedCounts of the leads matching f (a view, a
@@ -657,10 +662,5 @@ func (s *Service) CappedCountsFor(ctx context.Context, tenantID string, f Filter
 	if err != nil {
 		return nil, err
 	}
-	out := make([]StatusCount, len(statuses))
-	for i, st := range statuses {
-		n := byStatus[st]
-		out[i] = StatusCount{Status: st, N: min(n, limit), Capped: n > limit}
-	}
-	return out, nil
+	return cappedCounts(statuses, byStatus, limit), nil
 }

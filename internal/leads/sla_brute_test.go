@@ -111,23 +111,7 @@ func TestSLAFilterBruteForceWithStatusesAndOwners(t *testing.T) {
 				for _, owner := range append([]string{"", leads.OwnerNone}, owners...) {
 					f := leads.Filter{SLA: sla, Status: status, OwnerID: owner, Limit: 1 + rng.IntN(60)}
 					want := brute(tenant, f)
-					var got []string
-					for pages := 0; ; pages++ {
-						if pages > 1000 {
-							t.Fatal("paging does not end")
-						}
-						p, err := svc.List(ctx, tenant, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, l := range p.Items {
-							got = append(got, l.ID)
-						}
-						if p.NextCursor == "" {
-							break
-						}
-						f.Cursor = p.NextCursor
-					}
+					got := listAll(ctx, t, svc, tenant, f)
 					if strings.Join(got, ",") != strings.Join(want, ",") {
 						t.Fatalf("tenant %s sla=%s status=%q owner=%q: got %d %v\nwant %d %v", tenant, sla, status, owner, len(got), got, len(want), want)
 					}

@@ -35,19 +35,98 @@ var leadColsL = func() string {
 
 // ---- Leads: sender upsert, manual insert, human edits, reads ----
 
+// leadRow is one row of INSERT INTO leads (insertLeads): every column a
+// lead is created with, the one column list of the table's inserts (a
+// new lead is at version 1).
+type leadRow struct {
+	TenantID, ID, SourceID, SourceRef string
+	Payload                           string
+	Email, Name, Phone, Company       string
+	SourceCreatedAt                   *time.Time
+	LastSeenAt                        time.Time
+	TimesSeen                         int
+	Status                            string
+	Tags                              Tags
+	CreatedAt, UpdatedAt              time.Time
+	OrderKey                          string // '' sorts before every record's key
+	EmailNorm, PhoneNorm              string
+	OwnerID                           *string
+	AssignedAt, FirstResponseDueAt    *time.Time
+	// Rule is the assignment that gave the lead its owner, if a rule did
+	// (assigned_owner_id, assigned_rule_id, assigned_rule_name: the
+	// timeline entry reads them, assignmentEntries).
+	Rule *assigned
+}
+
+const (
+	leadInsertCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
+		source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
+		email_norm, phone_norm, owner_id, assigned_at, first_response_due_at, assigned_owner_id, assigned_rule_id, assigned_rule_name) VALUES `
+	leadInsertVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// leadInsertArgs is the number of placeholders in leadInsertVals.
+	leadInsertArgs = 25
+	// leadUpsertVals are the values of a sender record for a lead that
+	// exists (upsertRows): its ON DUPLICATE KEY UPDATE writes none of
+	// status and the assignment columns, so they are not sent.
+	leadUpsertVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL)`
+	leadUpsertArgs = 18
+)
+
+// withRule gives the row the owner a rule assigned (nil: none).
+func (r leadRow) withRule(a *assigned) leadRow {
+	if a != nil {
+		r.OwnerID, r.AssignedAt, r.FirstResponseDueAt, r.Rule = &a.OwnerID, &a.At, &a.Due, a
+	}
+	return r
+}
+
+// appendArgs appends the row's values for leadInsertVals, or for
+// leadUpsertVals when upsert is set.
+func (r *leadRow) appendArgs(args []any, upsert bool) []any {
+	if upsert {
+		return append(args, r.TenantID, r.ID, r.SourceID, r.SourceRef, r.Payload, r.Email, r.Name, r.Phone, r.Company,
+			r.SourceCreatedAt, r.LastSeenAt, r.TimesSeen, r.Tags, r.CreatedAt, r.UpdatedAt, r.OrderKey, r.EmailNorm, r.PhoneNorm)
+	}
+	var ruleOwner, ruleID, ruleName any
+	if r.Rule != nil {
+		ruleOwner, ruleID, ruleName = r.Rule.OwnerID, r.Rule.RuleID, r.Rule.RuleName
+	}
+	return append(args, r.TenantID, r.ID, r.SourceID, r.SourceRef, r.Payload, r.Email, r.Name, r.Phone, r.Company,
+		r.SourceCreatedAt, r.LastSeenAt, r.TimesSeen, r.Status, r.Tags, r.CreatedAt, r.UpdatedAt, r.OrderKey,
+		r.EmailNorm, r.PhoneNorm, r.OwnerID, r.AssignedAt, r.FirstResponseDueAt, ruleOwner, ruleID, ruleName)
+}
+
+// insertLeads inserts rows in one statement; onDuplicate, when set, is
+// its ON DUPLICATE KEY UPDATE clause (the sender upsert of leads that
+// exist: upsertRows), and the rows are sent as leadUpsertVals.
+func insertLeads(ctx context.Context, x db.Ext, rows []leadRow, onDuplicate string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	vals, n := leadInsertVals, leadInsertArgs
+	if onDuplicate != "" {
+		vals, n = leadUpsertVals, leadUpsertArgs
+	}
+	args := make([]any, 0, len(rows)*n)
+	for i := range rows {
+		args = rows[i].appendArgs(args, onDuplicate != "")
+	}
+	q := leadInsertCols + vals + strings.Repeat(", "+vals, len(rows)-1)
+	if onDuplicate != "" {
+		q += " ON DUPLICATE KEY UPDATE " + onDuplicate
+	}
+	_, err := x.ExecContext(ctx, q, args...)
+	return err
+}
+
 // insertManual stores a lead a person created (no source), with the
 // rule's assignment when a has one.
 func insertManual(ctx context.Context, x db.Ext, l Lead, a *assigned) error {
-	var owner, ruleID, ruleName any
-	if a != nil {
-		owner, ruleID, ruleName = a.OwnerID, a.RuleID, a.RuleName
-	}
-	_, err := x.ExecContext(ctx, `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone,
-			company, last_seen_at, times_seen, status, tags, version, created_at, updated_at, owner_id, assigned_at, first_response_due_at,
-			email_norm, phone_norm, assigned_owner_id, assigned_rule_id, assigned_rule_name)
-		VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, 1, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		l.TenantID, l.ID, l.SourceRef, string(l.Payload), l.Email, l.Name, l.Phone, l.Company, l.LastSeenAt, l.Tags, l.CreatedAt, l.UpdatedAt,
-		l.OwnerID, l.AssignedAt, l.FirstResponseDueAt, Clip(NormalizeEmail(l.Email), 320), NormalizePhone(l.Phone), owner, ruleID, ruleName)
+	err := insertLeads(ctx, x, []leadRow{{TenantID: l.TenantID, ID: l.ID, SourceRef: l.SourceRef, Payload: string(l.Payload),
+		Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company, LastSeenAt: l.LastSeenAt, TimesSeen: 1, Status: statusNew,
+		Tags: l.Tags, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, EmailNorm: Clip(NormalizeEmail(l.Email), 320),
+		PhoneNorm: NormalizePhone(l.Phone), OwnerID: l.OwnerID, AssignedAt: l.AssignedAt, FirstResponseDueAt: l.FirstResponseDueAt,
+		Rule: a}}, "")
 	return db.MapErr(err, "", "lead already exists")
 }
 
@@ -112,8 +191,9 @@ func leadExists(ctx context.Context, x db.Ext, tenantID, id string) error {
 // userState is a user an owner may be set to: its name and whether it
 // is disabled.
 type userState struct {
-	name     string
-	disabled bool
+	name      string
+	disabled  bool
+	awayUntil *time.Time
 }
 
 // activeUsers reads users of the tenant an owner may be set to (absent:
@@ -123,7 +203,7 @@ func activeUsers(ctx context.Context, x db.Ext, tenantID string, userIDs []strin
 	us, err := tenants.UserStates(ctx, x, tenantID, userIDs)
 	out := make(map[string]userState, len(us))
 	for id, u := range us {
-		out[id] = userState{name: u.Name, disabled: u.Disabled}
+		out[id] = userState{name: u.Name, disabled: u.Disabled, awayUntil: u.AwayUntil}
 	}
 	return out, err
 }
@@ -218,26 +298,6 @@ func eventsOf(ctx context.Context, x db.Ext, tenantID, leadID string, limit int)
 	err := x.SelectContext(ctx, &events, `SELECT id, kind, actor_id, actor_name, detail, at
 		FROM lead_events WHERE tenant_id = ? AND lead_id = ? ORDER BY id DESC LIMIT ?`, tenantID, leadID, limit)
 	return events, err
-}
-
-// ---- Seeding (cmd/seed and benchmarks) ----
-
-// seedCols is the column list of insertSeedRows; a row has one value each.
-const seedCols = 17
-
-// insertSeedRows inserts rows of seedCols values each in one statement.
-func insertSeedRows(ctx context.Context, x db.Ext, rows int, args []any) error {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-		last_seen_at, times_seen, status, owner_id, tags, version, created_at, updated_at) VALUES `)
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-	}
-	_, err := x.ExecContext(ctx, b.String(), args...)
-	return err
 }
 
 // ---- Assignment: rules, round-robin positions, settings ----

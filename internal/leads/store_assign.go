@@ -29,6 +29,11 @@ type ruleRow struct {
 	// rule (older than reservationOrphanAge) for take to hand out first.
 	minutes  int
 	leftOver bool
+	// zone is the tenant's routing zone; counterDay and counterPos the
+	// rule's counter as read (unlocked), to skip a rule whose day is full.
+	zone       string
+	counterDay int64
+	counterPos int64
 }
 
 // ruleCols are an assignment rule's columns, as scanned by rulesFrom.
@@ -42,15 +47,21 @@ type ruleCols struct {
 	Strategy string  `db:"strategy"`
 	Members  *string `db:"members"`
 	OwnerID  *string `db:"owner_id"`
+	Caps     *string `db:"caps"`
+	EscAfter *int    `db:"escalate_after"`
+	EscTo    *string `db:"escalate_to"`
 	Minutes  int     `db:"minutes"`
 	LeftOver bool    `db:"left_over"`
+	Zone     string  `db:"zone"`
+	CDay     int64   `db:"cday"`
+	CPos     int64   `db:"cpos"`
 }
 
 // assignmentRules reads the tenant's rules in order (one range of the
 // primary key's tenant prefix: a tenant has a few).
 func assignmentRules(ctx context.Context, x db.Ext, tenantID string) ([]ruleRow, error) {
 	var rows []ruleCols
-	if err := x.SelectContext(ctx, &rows, `SELECT id, position, name, source_id, field, equals, strategy, members, owner_id
+	if err := x.SelectContext(ctx, &rows, `SELECT id, position, name, source_id, field, equals, strategy, members, owner_id, caps, escalate_after, escalate_to
 		FROM assignment_rules WHERE tenant_id = ? ORDER BY position`, tenantID); err != nil {
 		return nil, err
 	}
@@ -64,10 +75,12 @@ func assignmentRules(ctx context.Context, x db.Ext, tenantID string) ([]ruleRow,
 // a lock: one left later is handed out by a later batch).
 func planRules(ctx context.Context, x db.Ext, tenantID string, now time.Time) ([]ruleRow, error) {
 	var rows []ruleCols
-	if err := x.SelectContext(ctx, &rows, `SELECT r.id, r.position, r.name, r.source_id, r.field, r.equals, r.strategy, r.members, r.owner_id,
-			IFNULL(s.first_response_minutes, ?) AS minutes,
+	if err := x.SelectContext(ctx, &rows, `SELECT r.id, r.position, r.name, r.source_id, r.field, r.equals, r.strategy, r.members, r.owner_id, r.caps,
+			IFNULL(s.first_response_minutes, ?) AS minutes, IFNULL(s.time_zone, '') AS zone,
+			IFNULL(c.day, 0) AS cday, IFNULL(c.next_pos, 0) AS cpos,
 			EXISTS (SELECT 1 FROM assignment_reservations v WHERE v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.created_at < ?) AS left_over
 		FROM assignment_rules r LEFT JOIN assignment_settings s ON s.tenant_id = r.tenant_id
+		LEFT JOIN assignment_counters c ON c.tenant_id = r.tenant_id AND c.rule_id = r.id
 		WHERE r.tenant_id = ? ORDER BY r.position`, DefaultFirstResponseMinutes, now.Add(-reservationOrphanAge), tenantID); err != nil {
 		return nil, err
 	}
@@ -79,30 +92,41 @@ func rulesFrom(rows []ruleCols) ([]ruleRow, error) {
 	for i, r := range rows {
 		out[i] = ruleRow{ID: r.ID, Position: r.Position, AssignmentRule: AssignmentRule{Name: r.Name,
 			When: RuleCondition{SourceID: r.SourceID, Field: r.Field, Equals: r.Equals}, Strategy: r.Strategy, OwnerID: r.OwnerID},
-			minutes: r.Minutes, leftOver: r.LeftOver}
+			minutes: r.Minutes, leftOver: r.LeftOver, zone: r.Zone, counterDay: r.CDay, counterPos: r.CPos}
 		if r.Members != nil {
 			if err := json.Unmarshal([]byte(*r.Members), &out[i].Members); err != nil {
 				return nil, fmt.Errorf("assignment rule %s: members: %w", r.ID, err)
 			}
 		}
+		if r.Caps != nil {
+			if err := json.Unmarshal([]byte(*r.Caps), &out[i].Caps); err != nil {
+				return nil, fmt.Errorf("assignment rule %s: caps: %w", r.ID, err)
+			}
+		}
+		if r.EscAfter != nil && r.EscTo != nil {
+			out[i].Escalate = &Escalation{AfterMinutes: *r.EscAfter, To: *r.EscTo}
+		}
 	}
 	return out, nil
 }
 
-// firstResponseMinutes reads the tenant's setting (the default without
-// one).
-func firstResponseMinutes(ctx context.Context, x db.Ext, tenantID string) (int, error) {
-	var n int
-	err := x.GetContext(ctx, &n, `SELECT first_response_minutes FROM assignment_settings WHERE tenant_id = ?`, tenantID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return DefaultFirstResponseMinutes, nil
+// assignmentSettings reads the tenant's first-response time (the default
+// without one) and routing zone.
+func assignmentSettings(ctx context.Context, x db.Ext, tenantID string) (int, string, error) {
+	var row struct {
+		N    int    `db:"first_response_minutes"`
+		Zone string `db:"time_zone"`
 	}
-	return n, err
+	err := x.GetContext(ctx, &row, `SELECT first_response_minutes, time_zone FROM assignment_settings WHERE tenant_id = ?`, tenantID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DefaultFirstResponseMinutes, "", nil
+	}
+	return row.N, row.Zone, err
 }
 
 // replaceAssignment replaces the tenant's rules (with fresh positions)
 // and its setting.
-func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []ruleRow, minutes int, now time.Time) error {
+func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []ruleRow, minutes int, zone string, now time.Time) error {
 	if _, err := x.ExecContext(ctx, `DELETE FROM assignment_rules WHERE tenant_id = ?`, tenantID); err != nil {
 		return err
 	}
@@ -123,11 +147,24 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 				}
 				members = string(b)
 			}
-			args = append(args, tenantID, r.ID, r.Position, r.Name, r.When.SourceID, r.When.Field, r.When.Equals, r.Strategy, members, r.OwnerID, now)
+			var caps, escAfter, escTo any
+			if len(r.Caps) > 0 {
+				b, err := json.Marshal(r.Caps)
+				if err != nil {
+					return err
+				}
+				caps = string(b)
+			}
+			if e := r.Escalate; e != nil {
+				escAfter, escTo = e.AfterMinutes, e.To
+			}
+			args = append(args, tenantID, r.ID, r.Position, r.Name, r.When.SourceID, r.When.Field, r.When.Equals, r.Strategy, members, r.OwnerID, now,
+				caps, escAfter, escTo)
 			cargs = append(cargs, tenantID, r.ID)
 		}
-		const v = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_rules (tenant_id, id, position, name, source_id, field, equals, strategy, members, owner_id, created_at)
+		const v = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		if _, err := x.ExecContext(ctx, `INSERT INTO assignment_rules (tenant_id, id, position, name, source_id, field, equals, strategy, members, owner_id, created_at,
+			caps, escalate_after, escalate_to)
 			VALUES `+v+strings.Repeat(", "+v, len(rules)-1), args...); err != nil {
 			return err
 		}
@@ -136,8 +173,9 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 			return err
 		}
 	}
-	_, err := x.ExecContext(ctx, `INSERT INTO assignment_settings (tenant_id, first_response_minutes, updated_at) VALUES (?, ?, ?)
-		ON DUPLICATE KEY UPDATE first_response_minutes = VALUES(first_response_minutes), updated_at = VALUES(updated_at)`, tenantID, minutes, now)
+	_, err := x.ExecContext(ctx, `INSERT INTO assignment_settings (tenant_id, first_response_minutes, time_zone, updated_at) VALUES (?, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE first_response_minutes = VALUES(first_response_minutes), time_zone = VALUES(time_zone), updated_at = VALUES(updated_at)`,
+		tenantID, minutes, zone, now)
 	return err
 }
 
@@ -162,11 +200,29 @@ const reservationOrphanAge = 30 * time.Second
 // one by their primary key (no gap lock even at REPEATABLE READ); one
 // another batch took meanwhile is gone or changed (useReservation checks
 // n) when the lock is granted.
-func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, now time.Time) ([]reservation, error) {
-	var ids []string
-	if err := x.SelectContext(ctx, &ids, `SELECT id FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
-		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(ids) == 0 {
+//
+// Positions count per day (capSchedule): one left from an earlier day is
+// deleted, never handed out.
+func leftReservations(ctx context.Context, x db.Ext, tenantID, ruleID string, day int64, now time.Time) ([]reservation, error) {
+	var rows []struct {
+		ID  string `db:"id"`
+		Day int64  `db:"day"`
+	}
+	if err := x.SelectContext(ctx, &rows, `SELECT id, day FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND created_at < ?
+		ORDER BY id LIMIT 16`, tenantID, ruleID, now.Add(-reservationOrphanAge)); err != nil || len(rows) == 0 {
 		return nil, err
+	}
+	var ids []string
+	for _, r := range rows {
+		if r.Day >= day {
+			ids = append(ids, r.ID)
+			continue
+		}
+		// By its primary key: no gap lock a reservation apart would wait on.
+		if _, err := x.ExecContext(ctx, `DELETE FROM assignment_reservations WHERE tenant_id = ? AND rule_id = ? AND id = ?`,
+			tenantID, ruleID, r.ID); err != nil {
+			return nil, err
+		}
 	}
 	var out []reservation
 	for _, id := range ids {
@@ -216,12 +272,12 @@ var errReservationTaken = fmt.Errorf("leads: a round-robin reservation was taken
 // from db.OpenOneTrip: the transaction (counter, reservation, commit) is
 // one round trip; the reservation row reads its start from the counter
 // row the transaction has just moved and locked.
-func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n int64, now time.Time) (r reservation, ok bool, err error) {
+func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n, day int64, now time.Time) (r reservation, ok bool, err error) {
 	r = reservation{ID: ids.New(), N: n}
 	affected, insertIDs, err := db.OneTrip(ctx, d, []string{reserveCounterSQL,
-		`INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at)
-			SELECT tenant_id, rule_id, ?, next_pos - ?, ?, ? FROM assignment_counters WHERE tenant_id = ? AND rule_id = ?`},
-		n, tenantID, ruleID,
+		`INSERT INTO assignment_reservations (tenant_id, rule_id, id, start_pos, n, created_at, day)
+			SELECT tenant_id, rule_id, ?, next_pos - ?, ?, ?, day FROM assignment_counters WHERE tenant_id = ? AND rule_id = ?`},
+		day, n, day, tenantID, ruleID,
 		r.ID, n, n, now, tenantID, ruleID)
 	if err != nil || affected[0] == 0 {
 		return reservation{}, false, err
@@ -232,14 +288,19 @@ func reserveApart(ctx context.Context, d *sqlx.DB, tenantID, ruleID string, n in
 
 // reserveCounterSQL takes n positions of a rule: next_pos moves by n and
 // LAST_INSERT_ID(expr) hands the new value back in the statement's OK
-// packet, so no second round trip reads it.
-const reserveCounterSQL = `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(next_pos + ?) WHERE tenant_id = ? AND rule_id = ?`
+// packet, so no second round trip reads it. Positions count per day (the
+// arguments: day, n, day, tenant, rule): a later day starts them at 0,
+// and the day only moves forward (a worker whose clock is still before
+// midnight takes positions of the new day). MariaDB assigns left to
+// right, so next_pos reads the day before it changes.
+const reserveCounterSQL = `UPDATE assignment_counters SET next_pos = LAST_INSERT_ID(IF(day >= ?, next_pos, 0) + ?), day = GREATEST(day, ?)
+	WHERE tenant_id = ? AND rule_id = ?`
 
 // reserveCounter takes n round-robin positions of a rule in one
 // statement and returns the first (the row stays locked to the commit).
 // ok is false when the rule has no counter (it was replaced meanwhile).
-func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n int64) (start int64, ok bool, err error) {
-	res, err := x.ExecContext(ctx, reserveCounterSQL, n, tenantID, ruleID)
+func reserveCounter(ctx context.Context, x db.Ext, tenantID, ruleID string, n, day int64) (start int64, ok bool, err error) {
+	res, err := x.ExecContext(ctx, reserveCounterSQL, day, n, day, tenantID, ruleID)
 	if err != nil {
 		return 0, false, err
 	}

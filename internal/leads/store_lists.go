@@ -161,6 +161,11 @@ func (f Filter) where(tenantID string) (string, []any) {
 // listPage returns the newest n leads matching f (without q) below the id
 // before ("" from the newest).
 func listPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before string, n int) ([]Lead, error) {
+	return selectPage(ctx, x, LeadCols, tenantID, f, before, n)
+}
+
+// selectPage is listPage reading cols.
+func selectPage(ctx context.Context, x db.Ext, cols, tenantID string, f Filter, before string, n int) ([]Lead, error) {
 	cond, args := f.where(tenantID)
 	if before != "" {
 		cond += " AND id < ?"
@@ -168,7 +173,7 @@ func listPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before s
 	}
 	args = append(args, n)
 	var items []Lead
-	err := x.SelectContext(ctx, &items, `SELECT `+LeadCols+` FROM leads`+f.slaHint()+` WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
+	err := x.SelectContext(ctx, &items, `SELECT `+cols+` FROM leads`+f.slaHint()+` WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
 	return items, err
 }
 
@@ -190,15 +195,7 @@ const exportCols = `tenant_id, id, source_id, source_ref, email, name, phone, co
 
 // exportPage is listPage without the payload, for the CSV export.
 func exportPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before string, n int) ([]Lead, error) {
-	cond, args := f.where(tenantID)
-	if before != "" {
-		cond += " AND id < ?"
-		args = append(args, before)
-	}
-	args = append(args, n)
-	var items []Lead
-	err := x.SelectContext(ctx, &items, `SELECT `+exportCols+` FROM leads`+f.slaHint()+` WHERE `+cond+` ORDER BY id DESC LIMIT ?`, args...)
-	return items, err
+	return selectPage(ctx, x, exportCols, tenantID, f, before, n)
 }
 
 // statuses are the statuses f lists: its status, else its AnyStatus, else

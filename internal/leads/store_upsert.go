@@ -49,6 +49,9 @@ type BatchRecord struct {
 	// re-import (internal/imports) rewrites no row. A webhook record is a
 	// sighting and never sets it.
 	SkipUnchanged bool
+	// Touch is the record's attribution and consent, if it carries any
+	// (WriteSenders fills in its LeadID).
+	Touch *TouchRecord
 }
 
 // UpsertOutcome is what became of one record of a batch.
@@ -81,18 +84,25 @@ func OrderKey(t time.Time, tiebreak string) string {
 // senderState is what a lead holds of a sender, to tell what a record
 // changes.
 type senderState struct {
-	ID        string     `db:"id"`
-	SourceRef string     `db:"source_ref"`
-	OrderKey  string     `db:"order_key"`
-	Email     string     `db:"email"`
-	Name      string     `db:"name"`
-	Phone     string     `db:"phone"`
-	Company   string     `db:"company"`
-	CreatedAt *time.Time `db:"source_created_at"`
-	Payload   []byte     `db:"payload"`
+	ID        string `db:"id"`
+	SourceRef string `db:"source_ref"`
+	OrderKey  string `db:"order_key"`
+	Email     string `db:"email"`
+	Name      string `db:"name"`
+	NameFirst string `db:"name_part_first"`
+	NameLast  string `db:"name_part_last"`
+	// The order keys of the records that set the parts (name_parts.go).
+	NameFirstKey string     `db:"name_part_first_key"`
+	NameLastKey  string     `db:"name_part_last_key"`
+	Phone        string     `db:"phone"`
+	Company      string     `db:"company"`
+	CreatedAt    *time.Time `db:"source_created_at"`
+	Payload      []byte     `db:"payload"`
 	// The survivor this lead was merged into (merge.go): a record with the
 	// lead's natural key updates the survivor too.
 	MergedInto *string `db:"merged_into"`
+	// partsDirty: a record changed the name parts (writeNameParts).
+	partsDirty bool
 }
 
 // apply merges r into the state as the upsert statement does; it reports
@@ -105,7 +115,12 @@ func (st *senderState) apply(r SenderRecord, payload []byte) bool {
 		}
 	}
 	set(&st.Email, r.Email)
-	set(&st.Name, r.Name)
+	name := r.Name
+	if r.hasNameParts() {
+		st.applyNameParts(r)
+		name = Clip(joinParts(st.NameFirst, st.NameLast), 255)
+	}
+	set(&st.Name, name)
 	set(&st.Phone, r.Phone)
 	set(&st.Company, r.Company)
 	if r.CreatedAt != nil && (st.CreatedAt == nil || !st.CreatedAt.Equal(*r.CreatedAt)) {
@@ -181,13 +196,15 @@ type PendingLeads struct {
 	plan     *assignPlan
 	// later are the upsert rows of records of the new leads after their
 	// first (the same lead twice in a batch): applied after the INSERT.
-	later     []any
-	laterRows int
+	later []leadRow
+	// parts are the new leads' states: their name parts are written
+	// after the INSERT (writeNameParts).
+	parts []*senderState
 }
 
 type pendingRow struct {
 	i   int // in the outcomes
-	row []any
+	row leadRow
 }
 
 // UpsertFromSenderBatchDeferred is UpsertFromSenderBatch without the new
@@ -234,7 +251,7 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 	for _, src := range sourceOrder {
 		refs := bySource[src]
 		var rows []senderState
-		if err := x.SelectContext(ctx, &rows, `SELECT id, source_ref, order_key, email, name, phone, company, source_created_at,
+		if err := x.SelectContext(ctx, &rows, `SELECT id, source_ref, order_key, email, name, name_part_first, name_part_last, name_part_first_key, name_part_last_key, phone, company, source_created_at,
 				IFNULL(payload, '{}') AS payload, merged_into
 			FROM leads WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?`+strings.Repeat(", ?", len(refs)-1)+`)
 			ORDER BY source_ref FOR UPDATE`, append([]any{tenantID, src}, refs...)...); err != nil {
@@ -269,12 +286,11 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 	// Decide each record's outcome, as the statements will apply them.
 	type newRow struct {
 		i     int
-		row   []any
+		row   leadRow
 		facts newLeadFacts
 	}
 	var created []newRow
-	var upArgs []any
-	upRows := 0
+	var upserts []leadRow
 	newLead := map[key]bool{} // created by this batch: its later records wait for the INSERT (PendingLeads.Insert)
 	for _, i := range order {
 		r := recs[i].SenderRecord
@@ -284,9 +300,10 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 			payload = []byte(`{}`)
 		}
 		r.Email, r.Name, r.Phone, r.Company = Clip(r.Email, 320), Clip(r.Name, 255), Clip(r.Phone, 64), Clip(r.Company, 255)
-		row := []any{tenantID, "", recs[i].SourceID, r.SourceRef, string(payload), r.Email, r.Name,
-			r.Phone, r.Company, r.CreatedAt, now, r.Sightings, Tags(r.Tags), now, now, r.OrderKey,
-			Clip(NormalizeEmail(r.Email), 320), NormalizePhone(r.Phone)}
+		row := leadRow{TenantID: tenantID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Payload: string(payload),
+			Email: r.Email, Name: r.Name, Phone: r.Phone, Company: r.Company, SourceCreatedAt: r.CreatedAt, LastSeenAt: now,
+			TimesSeen: r.Sightings, Status: statusNew, Tags: Tags(r.Tags), CreatedAt: now, UpdatedAt: now, OrderKey: r.OrderKey,
+			EmailNorm: Clip(NormalizeEmail(r.Email), 320), PhoneNorm: NormalizePhone(r.Phone)}
 		st := state[k]
 		switch {
 		case st == nil && len(erased) > 0 && erased[string(TombstoneKey(k.source, k.ref))]:
@@ -297,17 +314,25 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 			st.apply(r, payload)
 			state[k] = st
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeCreated}
-			row[1] = st.ID
+			row.ID, row.Name = st.ID, st.Name
 			newLead[k] = true
+			pending.parts = append(pending.parts, st)
 			created = append(created, newRow{i: i, row: row, facts: newLeadFacts{SourceID: recs[i].SourceID, Email: r.Email,
-				Name: r.Name, Phone: r.Phone, Company: r.Company, Payload: payload, Tags: r.Tags}})
+				Name: st.Name, Phone: r.Phone, Company: r.Company, Payload: payload, Tags: r.Tags}})
 			continue
 		case r.OrderKey < st.OrderKey:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeStale}
+			// Older than the lead, but maybe the newest of its name part.
+			if r.hasNameParts() && st.applyStaleParts(r) {
+				out[i].Kind = OutcomeUpdated
+			}
 		case st.apply(r, payload):
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUpdated}
 		default:
 			out[i] = UpsertOutcome{LeadID: st.ID, SourceID: recs[i].SourceID, SourceRef: r.SourceRef, Kind: OutcomeUnchanged}
+		}
+		if r.hasNameParts() && out[i].Kind != OutcomeStale {
+			row.Name = st.Name // the parts' join, as apply made it
 		}
 		// An unchanged record that asks so writes nothing to its own lead
 		// (a re-import), but still reaches a merged lead's survivor.
@@ -320,14 +345,12 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 		if skip {
 			continue
 		}
-		row[1] = st.ID
+		row.ID = st.ID
 		if newLead[k] {
-			pending.later = append(pending.later, row...)
-			pending.laterRows++
+			pending.later = append(pending.later, row)
 			continue
 		}
-		upArgs = append(upArgs, row...)
-		upRows++
+		upserts = append(upserts, row)
 	}
 	if len(created) > 0 {
 		// New leads find their owner in this transaction (assign.go), in
@@ -344,10 +367,19 @@ func UpsertFromSenderBatchDeferred(ctx context.Context, x db.Ext, tenantID strin
 		}
 		pending.plan = plan
 	}
-	if err := upsertRows(ctx, x, upArgs, upRows); err != nil {
+	if err := upsertRows(ctx, x, upserts); err != nil {
 		return nil, nil, err
 	}
 	if err := writeSurvivors(ctx, x, tenantID, survivors); err != nil {
+		return nil, nil, err
+	}
+	var known []*senderState
+	for k, st := range state {
+		if !newLead[k] {
+			known = append(known, st)
+		}
+	}
+	if err := writeNameParts(ctx, x, tenantID, known); err != nil {
 		return nil, nil, err
 	}
 	pending.out = out
@@ -380,58 +412,48 @@ func (p *PendingLeads) Insert(ctx context.Context, x db.Ext, reserve *sqlx.DB) e
 	if err != nil {
 		return err
 	}
-	leadIDs := make([]string, len(p.rows))
-	newArgs := make([]any, 0, len(p.rows)*25)
+	rows := make([]leadRow, len(p.rows))
 	for j, c := range p.rows {
-		leadIDs[j] = c.row[1].(string)
-		var owner, at, due, ruleID, ruleName any
-		if j < len(as) && as[j] != nil {
-			owner, at, due, ruleID, ruleName = as[j].OwnerID, as[j].At, as[j].Due, as[j].RuleID, as[j].RuleName
-			p.out[c.i].OwnerID, p.out[c.i].Rule = as[j].OwnerID, as[j].RuleName
+		var a *assigned
+		if j < len(as) {
+			a = as[j]
 		}
-		newArgs = append(append(newArgs, c.row...), owner, at, due, owner, ruleID, ruleName)
+		if a != nil {
+			p.out[c.i].OwnerID, p.out[c.i].Rule = a.OwnerID, a.RuleName
+		}
+		rows[j] = c.row.withRule(a)
 	}
-	const newCols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-		source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-		email_norm, phone_norm, owner_id, assigned_at, first_response_due_at, assigned_owner_id, assigned_rule_id, assigned_rule_name) VALUES `
-	const newVals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	if _, err := x.ExecContext(ctx, newCols+newVals+strings.Repeat(", "+newVals, len(p.rows)-1), newArgs...); err != nil {
+	if err := insertLeads(ctx, x, rows, ""); err != nil {
 		if db.IsDuplicate(err) {
 			return ErrConcurrentCreate
 		}
 		return err
 	}
-	return upsertRows(ctx, x, p.later, p.laterRows)
+	if err := upsertRows(ctx, x, p.later); err != nil {
+		return err
+	}
+	return writeNameParts(ctx, x, p.tenantID, p.parts)
 }
 
 // upsertRows applies sender records to existing leads in one statement.
-func upsertRows(ctx context.Context, x db.Ext, upArgs []any, upRows int) error {
-	const cols = `INSERT INTO leads (tenant_id, id, source_id, source_ref, payload, email, name, phone, company,
-			source_created_at, last_seen_at, times_seen, status, tags, version, created_at, updated_at, order_key,
-			email_norm, phone_norm) VALUES `
-	const vals = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, 1, ?, ?, ?, ?, ?)`
-	if upRows > 0 {
-		// The guard: a record older than the lead's order key writes no
-		// sender field. order_key is assigned last (MySQL and MariaDB
-		// evaluate the assignments in order, later ones see earlier ones).
-		const newer = `VALUES(order_key) >= order_key`
-		if _, err := x.ExecContext(ctx, cols+vals+strings.Repeat(", "+vals, upRows-1)+` ON DUPLICATE KEY UPDATE
-				payload = IF(`+newer+`, VALUES(payload), payload),
-				email = IF(`+newer+` AND VALUES(email) <> '', VALUES(email), email),
-				name = IF(`+newer+` AND VALUES(name) <> '', VALUES(name), name),
-				phone = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone), phone),
-				company = IF(`+newer+` AND VALUES(company) <> '', VALUES(company), company),
-				email_norm = IF(`+newer+` AND VALUES(email) <> '', VALUES(email_norm), email_norm),
-				phone_norm = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone_norm), phone_norm),
-				source_created_at = IF(`+newer+`, COALESCE(VALUES(source_created_at), source_created_at), source_created_at),
-				updated_at = IF(`+newer+`, VALUES(updated_at), updated_at),
-				last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
-				times_seen = times_seen + VALUES(times_seen),
-				order_key = GREATEST(order_key, VALUES(order_key))`, upArgs...); err != nil {
-			return err
-		}
-	}
-	return nil
+// The guard: a record older than the lead's order key writes no sender
+// field. order_key is assigned last (MySQL and MariaDB evaluate the
+// assignments in order, later ones see earlier ones).
+func upsertRows(ctx context.Context, x db.Ext, rows []leadRow) error {
+	const newer = `VALUES(order_key) >= order_key`
+	return insertLeads(ctx, x, rows, `
+		payload = IF(`+newer+`, VALUES(payload), payload),
+		email = IF(`+newer+` AND VALUES(email) <> '', VALUES(email), email),
+		name = IF(`+newer+` AND VALUES(name) <> '', VALUES(name), name),
+		phone = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone), phone),
+		company = IF(`+newer+` AND VALUES(company) <> '', VALUES(company), company),
+		email_norm = IF(`+newer+` AND VALUES(email) <> '', VALUES(email_norm), email_norm),
+		phone_norm = IF(`+newer+` AND VALUES(phone) <> '', VALUES(phone_norm), phone_norm),
+		source_created_at = IF(`+newer+`, COALESCE(VALUES(source_created_at), source_created_at), source_created_at),
+		updated_at = IF(`+newer+`, VALUES(updated_at), updated_at),
+		last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)),
+		times_seen = times_seen + VALUES(times_seen),
+		order_key = GREATEST(order_key, VALUES(order_key))`)
 }
 
 // ErrConcurrentCreate means another transaction created one of the batch's

@@ -86,7 +86,7 @@ func lockSurvivors(ctx context.Context, x db.Ext, tenantID string, state []*send
 		return out, nil
 	}
 	slices.Sort(want)
-	q, args, err := sqlx.In(`SELECT id, source_ref, order_key, email, name, phone, company, source_created_at,
+	q, args, err := sqlx.In(`SELECT id, source_ref, order_key, email, name, name_part_first, name_part_last, name_part_first_key, name_part_last_key, phone, company, source_created_at,
 			IFNULL(payload, '{}') AS payload, merged_into
 		FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, want)
 	if err != nil {
@@ -121,11 +121,11 @@ func writeSurvivors(ctx context.Context, x db.Ext, tenantID string, survivors ma
 	for _, id := range ids {
 		s := survivors[id]
 		st := s.st
-		if _, err := x.ExecContext(ctx, `UPDATE leads SET payload = ?, email = ?, name = ?, phone = ?, company = ?,
+		if _, err := x.ExecContext(ctx, `UPDATE leads SET payload = ?, email = ?, name = ?, name_part_first = ?, name_part_last = ?, name_part_first_key = ?, name_part_last_key = ?, phone = ?, company = ?,
 				email_norm = ?, phone_norm = ?, source_created_at = ?, order_key = GREATEST(order_key, ?),
 				updated_at = IF(?, ?, updated_at), times_seen = times_seen + ?, last_seen_at = GREATEST(last_seen_at, ?)
 			WHERE tenant_id = ? AND id = ?`,
-			string(st.Payload), st.Email, st.Name, st.Phone, st.Company, Clip(NormalizeEmail(st.Email), 320), NormalizePhone(st.Phone),
+			string(st.Payload), st.Email, st.Name, st.NameFirst, st.NameLast, st.NameFirstKey, st.NameLastKey, st.Phone, st.Company, Clip(NormalizeEmail(st.Email), 320), NormalizePhone(st.Phone),
 			st.CreatedAt, st.OrderKey, s.applied, s.lastSeen, s.sightings, s.lastSeen, tenantID, id); err != nil {
 			return err
 		}

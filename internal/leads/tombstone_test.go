@@ -29,15 +29,7 @@ func TestUpsertDropsRecordsOfErasedLeads(t *testing.T) {
 	}
 	upsert := func(tenant string, recs ...leads.BatchRecord) []leads.UpsertOutcome {
 		t.Helper()
-		var out []leads.UpsertOutcome
-		if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-			var err error
-			out, err = leads.UpsertFromSenderBatch(ctx, tx, tenant, recs, time.Now().UTC())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return upsertBatch(ctx, t, d, tenant, recs...)
 	}
 	first := upsert(a, rec("r1", "One"), rec("r2", "Two"))
 	upsert(b, rec("r1", "One in b"))

@@ -3,6 +3,8 @@ package monitor
 import (
 	"context"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // ChartBucket is one bucket of a source's duplicate-rate chart: the
@@ -78,7 +80,12 @@ func (s *Service) ChartSeries(ctx context.Context, tenantID, sourceID string, fr
 			longest = max(longest, l)
 		}
 		pFrom := buckets[0].T.Add(-time.Duration(longest-1) * g)
-		rows, err := seriesRows(ctx, s.DB, tableMinute, 60, tenantID, sourceID, pFrom, end, int64(g/time.Second))
+		var rows map[int64]counts
+		err := s.read(ctx, func(x *sqlx.DB) error {
+			var err error
+			rows, err = seriesRows(ctx, x, tableMinute, 60, tenantID, sourceID, pFrom, end, int64(g/time.Second))
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}

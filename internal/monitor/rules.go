@@ -111,23 +111,14 @@ func (r Rules) Validate() map[string]string {
 	if r.SpikeMinPoints < 0 || r.SpikeMinPoints > 1 {
 		f["spike_min_points"] = "must be between 0 and 1 (a fraction: 0.10 = 10 points)"
 	}
-	if r.SpikeMinDeliveries < 1 || r.SpikeMinDeliveries > 1_000_000_000 {
-		f["spike_min_deliveries"] = "must be at least 1"
-	}
-	if r.RejectionsMin < 1 || r.RejectionsMin > 1_000_000_000 {
-		f["rejections_min"] = "must be at least 1"
+	for name, n := range map[string]int{"spike_min_deliveries": r.SpikeMinDeliveries, "rejections_min": r.RejectionsMin,
+		"dead_letters_min": r.DeadLettersMin, "loss_min": r.LossMin, "failures_min": r.FailuresMin} {
+		if n < 1 || n > 1_000_000_000 {
+			f[name] = "must be at least 1"
+		}
 	}
 	if r.RejectionsFactor < 1 || r.RejectionsFactor > 1000 {
 		f["rejections_factor"] = "must be between 1 and 1000"
-	}
-	if r.DeadLettersMin < 1 || r.DeadLettersMin > 1_000_000_000 {
-		f["dead_letters_min"] = "must be at least 1"
-	}
-	if r.LossMin < 1 || r.LossMin > 1_000_000_000 {
-		f["loss_min"] = "must be at least 1"
-	}
-	if r.FailuresMin < 1 || r.FailuresMin > 1_000_000_000 {
-		f["failures_min"] = "must be at least 1"
 	}
 	if r.SilenceFraction <= 0 || r.SilenceFraction > 1 {
 		f["silence_fraction"] = "must be more than 0 and at most 1 (a fraction: 0.2 = a fifth of the usual volume)"

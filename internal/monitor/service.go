@@ -70,6 +70,15 @@ func NewService(d *sqlx.DB, ts *tenants.Service, ss *sources.Service, rec *Recor
 // Option tunes a Service at construction.
 type Option func(*Service)
 
+// read runs a read that tolerates lag (charts, report totals) on the
+// replica when it is usable, else on the primary.
+func (s *Service) read(ctx context.Context, fn func(x *sqlx.DB) error) error {
+	if s.lagged == nil {
+		return fn(s.DB)
+	}
+	return s.lagged.Run(ctx, fn)
+}
+
 // WithReads serves the charts' reads from a replica when it is fresh
 // enough (docs/SCALING.md, Database); without it they read DB.
 func WithReads(r *db.Reads) Option { return func(s *Service) { s.lagged = r } }
@@ -126,11 +135,7 @@ func (s *Service) Stats(ctx context.Context, tenantID, sourceID string, from, to
 		got, err = seriesRows(ctx, x, table, gran, tenantID, sourceID, time.Unix(start, 0), time.Unix(end, 0), st)
 		return err
 	}
-	if s.lagged != nil {
-		err = s.lagged.Run(ctx, read)
-	} else {
-		err = read(s.DB)
-	}
+	err = s.read(ctx, read)
 	if err != nil {
 		return nil, err
 	}

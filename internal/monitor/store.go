@@ -12,6 +12,7 @@ import (
 
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/keyset"
 )
 
 // Statistics tables by granularity.
@@ -335,18 +336,9 @@ func listOpenAlerts(ctx context.Context, x db.Ext, tenantID string) ([]Alert, er
 }
 
 func listAlerts(ctx context.Context, x db.Ext, tenantID, state, before string, limit int) ([]Alert, error) {
-	q := `SELECT ` + alertCols + ` FROM alerts WHERE tenant_id = ?`
-	args := []any{tenantID}
-	if state != StateAll {
-		q += ` AND state = ?`
-		args = append(args, state)
-	}
-	if before != "" {
-		q += ` AND id < ?`
-		args = append(args, before)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
+	q, args := keyset.New(`SELECT `+alertCols+` FROM alerts WHERE tenant_id = ?`, tenantID).
+		And(state != StateAll, "state = ?", state).
+		Page(before, limit)
 	var out []Alert
 	err := x.SelectContext(ctx, &out, q, args...)
 	return out, err

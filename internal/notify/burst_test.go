@@ -1,11 +1,8 @@
 package notify_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -39,11 +36,9 @@ func TestBurstOfAssignmentsSendsEachOnce(t *testing.T) {
 		map[string]any{"name": "Everyone", "when": map[string]any{}, "strategy": "round_robin", "members": members}}}); r.Status != 200 {
 		t.Fatalf("rules: %d %s", r.Status, r.Body)
 	}
-	src, secret, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "std", Name: "Site", Kind: kinds.Standard, Config: kinds.SampleConfig(kinds.Standard)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := e.URL + "/hooks/burst/std"
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "std", Name: "Site", Kind: kinds.Standard, Config: kinds.SampleConfig(kinds.Standard)})
+	hook := e.Hook("burst", "std", src.Kind, secret)
+	hook.Config = kinds.SampleConfig(src.Kind)
 
 	const n = 200
 	work := make(chan int)
@@ -56,25 +51,13 @@ func TestBurstOfAssignmentsSendsEachOnce(t *testing.T) {
 				id, ref := fmt.Sprintf("dlv-%d", i), fmt.Sprintf("ref-%d", i)
 				now := time.Now()
 				body := kinds.SampleBody(src.Kind, id, ref, kinds.Lead{Email: fmt.Sprintf("p%d@example.com", i), Name: fmt.Sprintf("P%d", i)}, now)
-				h, b, err := kinds.Sign(src.Kind, kinds.SampleConfig(src.Kind), secret, id, body, now)
+				status, rb, err := hook.Try(id, body, now)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
-				for k, v := range h {
-					req.Header[k] = v
-				}
-				req.Header.Set("Content-Type", "application/json")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				rb, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				if res.StatusCode != 200 {
-					t.Errorf("%d: %d %s", i, res.StatusCode, rb)
+				if status != 200 {
+					t.Errorf("%d: %d %s", i, status, rb)
 				}
 			}
 		}()

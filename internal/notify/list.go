@@ -2,8 +2,11 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"time"
 
+	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 )
 
@@ -22,6 +25,7 @@ type Item struct {
 	Subject   *string    `db:"subject"`
 	Text      *string    `db:"body_text"`
 	HTML      *string    `db:"body_html"`
+	Data      string     `db:"data"`
 }
 
 // ListLimit bounds List.
@@ -48,7 +52,7 @@ func List(ctx context.Context, x db.Ext, tenantID string, failedOnly bool) ([]It
 func Get(ctx context.Context, x db.Ext, tenantID, id string) (Item, error) {
 	var it Item
 	err := x.GetContext(ctx, &it, `SELECT id, kind, user_id, state, attempts, created_at, next_at, done_at, last_error, to_addr, subject,
-		body_text, body_html FROM notifications WHERE tenant_id = ? AND id = ?`, tenantID, id)
+		body_text, body_html, data FROM notifications WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	return it, db.MapErr(err, "message not found", "")
 }
 
@@ -67,6 +71,33 @@ func (s *Service) List(ctx context.Context, tenantID string, failedOnly bool) ([
 // Get is Get on the service's database.
 func (s *Service) Get(ctx context.Context, tenantID, id string) (Item, error) {
 	return Get(ctx, s.DB, tenantID, id)
+}
+
+// Reveal puts the one-time link back into a previewed message (no SMTP:
+// the preview is where the message is read) while the link is live; live
+// reports whether it did. A sent message keeps LinkWithheld: its link
+// went to the recipient only.
+func (s *Service) Reveal(ctx context.Context, tenantID string, it Item) (out Item, live bool, err error) {
+	if it.State != StatePreview || (it.Kind != KindInvitation && it.Kind != KindPasswordReset) || s.Links == nil {
+		return it, false, nil
+	}
+	var data map[string]string
+	if err := json.Unmarshal([]byte(it.Data), &data); err != nil {
+		return it, false, err
+	}
+	link, _, err := s.Links.Link(ctx, tenantID, it.Kind, data["cause"])
+	if apperr.Is(err, apperr.NotFound) {
+		return it, false, nil
+	}
+	if err != nil {
+		return it, false, err
+	}
+	for _, p := range []*string{it.Text, it.HTML} {
+		if p != nil {
+			*p = strings.ReplaceAll(*p, LinkWithheld, link)
+		}
+	}
+	return it, true, nil
 }
 
 // Sending reports whether messages go out over SMTP (else they are kept

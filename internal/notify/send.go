@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -174,10 +175,18 @@ func (s *Service) Send(ctx context.Context, tenantID, id string) error {
 	if r.State != StatePending || r.NextAt.After(now) {
 		return nil
 	}
-	msg, skip, err := s.compose(ctx, r)
+	msg, link, err := s.compose(ctx, r)
 	if err != nil {
 		return err
 	}
+	skip := ""
+	if msg == nil {
+		skip, link = link, ""
+	}
+	// What is kept of a message never holds its one-time link (the
+	// tenants area keeps only a hash of it): the preview puts it back
+	// while it is live (Reveal).
+	stored := withheld(msg, link)
 	if skip != "" {
 		return s.finish(ctx, r, StateSkipped, skip, nil)
 	}
@@ -193,14 +202,14 @@ func (s *Service) Send(ctx context.Context, tenantID, id string) error {
 		}
 	}
 	if s.Mailer == nil {
-		return s.finish(ctx, r, StatePreview, "", msg)
+		return s.finish(ctx, r, StatePreview, "", stored)
 	}
 	serr := s.Mailer.Send(ctx, *msg)
 	if serr == nil {
 		if s.AfterSend != nil {
 			s.AfterSend(ctx, r.Key)
 		}
-		return s.finish(ctx, r, StateSent, "", msg)
+		return s.finish(ctx, r, StateSent, "", stored)
 	}
 	var se *SendError
 	temporary := !errors.As(serr, &se) || se.Temporary
@@ -208,7 +217,7 @@ func (s *Service) Send(ctx context.Context, tenantID, id string) error {
 	next := now.Add(Backoff(r.Attempts + 1))
 	if !temporary || next.After(r.CreatedAt.Add(GiveUpAfter)) {
 		s.logger().Warn("notification failed", "tenant_id", r.TenantID, "key", r.Key, "attempts", r.Attempts+1, "err", reason)
-		return s.finish(ctx, r, StateFailed, reason, msg)
+		return s.finish(ctx, r, StateFailed, reason, stored)
 	}
 	s.logger().Info("notification deferred", "tenant_id", r.TenantID, "key", r.Key, "attempts", r.Attempts+1, "retry_at", next, "err", reason)
 	_, err = s.DB.ExecContext(ctx, `UPDATE notifications SET attempts = attempts + 1, next_at = ?, last_error = ?
@@ -247,8 +256,24 @@ func (s *Service) finish(ctx context.Context, r row, state, reason string, m *Me
 	return err
 }
 
-// compose renders the message of r for its recipient, or says why it is
-// skipped (recipient gone or disabled, kind turned off, lead erased).
+// LinkWithheld stands for a one-time link in a kept message.
+const LinkWithheld = "https://link-withheld.invalid/"
+
+// withheld is m with link replaced by LinkWithheld ("" link: m).
+func withheld(m *Message, link string) *Message {
+	if m == nil || link == "" {
+		return m
+	}
+	c := *m
+	c.Text = strings.ReplaceAll(c.Text, link, LinkWithheld)
+	c.HTML = strings.ReplaceAll(c.HTML, link, LinkWithheld)
+	return &c
+}
+
+// compose renders the message of r for its recipient with its one-time
+// link when it has one (returned too), or (nil message) says why it is
+// skipped (recipient gone or disabled, kind turned off, lead erased, link
+// used).
 func (s *Service) compose(ctx context.Context, r row) (*Message, string, error) {
 	p, err := s.People.Person(ctx, r.TenantID, r.UserID)
 	if apperr.Is(err, apperr.NotFound) {
@@ -332,7 +357,7 @@ func (s *Service) compose(ctx context.Context, r row) (*Message, string, error) 
 		return nil, "", err
 	}
 	return &Message{MessageID: MessageID(r.Key, s.From), From: s.From, To: p.Email, ToName: p.Name,
-		Subject: subject, Text: text, HTML: html, Date: s.now()}, "", nil
+		Subject: subject, Text: text, HTML: html, Date: s.now()}, v.Link, nil
 }
 
 // quiet reports whether now is in the recipient's quiet hours, and until

@@ -273,17 +273,7 @@ func TestHangingServerCutOff(t *testing.T) {
 	t.Run("headers", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(hang))
 		defer srv.Close()
-		var s sleeps
-		c := testClient(&s, func(o *Options) { o.ReadTimeout = 100 * time.Millisecond; o.MaxAttempts = 2 })
-		start := time.Now()
-		_, err := get(t, c, srv.URL)
-		var ne net.Error
-		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
-			t.Fatalf("got %v, want a timeout", err)
-		}
-		if el := time.Since(start); el > 3*time.Second {
-			t.Errorf("took %v", el)
-		}
+		s := timesOut(t, srv.URL, 2)
 		if len(s.all()) != 1 {
 			t.Errorf("sleeps %v: a timeout should be retried", s.all())
 		}
@@ -297,18 +287,27 @@ func TestHangingServerCutOff(t *testing.T) {
 			hang(w, r)
 		}))
 		defer srv.Close()
-		var s sleeps
-		c := testClient(&s, func(o *Options) { o.ReadTimeout = 100 * time.Millisecond; o.MaxAttempts = 1 })
-		start := time.Now()
-		_, err := get(t, c, srv.URL)
-		var ne net.Error
-		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
-			t.Fatalf("got %v, want a timeout", err)
-		}
-		if el := time.Since(start); el > 3*time.Second {
-			t.Errorf("took %v", el)
-		}
+		timesOut(t, srv.URL, 1)
 	})
+}
+
+// timesOut gets url with a 100 ms read timeout and up to attempts tries,
+// fails the test unless that ends in a timeout within 3 s, and returns
+// the retry sleeps.
+func timesOut(t *testing.T, url string, attempts int) *sleeps {
+	t.Helper()
+	s := &sleeps{}
+	c := testClient(s, func(o *Options) { o.ReadTimeout = 100 * time.Millisecond; o.MaxAttempts = attempts })
+	start := time.Now()
+	_, err := get(t, c, url)
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("took %v", el)
+	}
+	return s
 }
 
 func TestRedirectNotFollowed(t *testing.T) {

@@ -65,7 +65,7 @@ type Export struct {
 
 // Delivery is one delivery that reached the lead, with its raw payload.
 type Delivery struct {
-	webhooks.LeadPayload
+	webhooks.Delivery
 	Payload any `json:"payload"` // the JSON as received, or the bytes as text
 }
 
@@ -117,7 +117,7 @@ func (s *Service) Export(ctx context.Context, tenantID, leadID string) (Export, 
 			return err
 		}
 		for _, d := range ds {
-			out.Deliveries = append(out.Deliveries, Delivery{LeadPayload: d, Payload: raw(d.Payload)})
+			out.Deliveries = append(out.Deliveries, Delivery{Delivery: d, Payload: raw(d.Payload)})
 		}
 		dls, err := s.deadLettersOf(ctx, tx, tenantID, l)
 		if err != nil {

@@ -23,15 +23,20 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
-// TypeEnrich fetches a Meta lead's field data (GET /{leadgen_id}) after its
-// webhook created the lead from the leadgen id alone.
+// TypeEnrich fetches the person of a lead whose webhook carried only its
+// id: a Meta lead's field data (Graph, GET /{leadgen_id}) or a LinkedIn
+// lead form response (GET /leadFormResponses/{id}). The name predates
+// LinkedIn and stays, so tasks already queued keep their handler.
 const TypeEnrich = "meta:enrich"
 
-// leadgenIDPattern is what Graph issues (and what pull.FetchMetaLead
-// accepts); anything else can never be fetched, so it is not retried.
+// leadgenIDPattern is what Graph and LinkedIn issue (and what
+// pull.FetchMetaLead and pull.FetchLinkedInLead accept); anything else can
+// never be fetched, so it is not retried.
 var leadgenIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// enrichPayload is TypeEnrich's payload.
+// enrichPayload is TypeEnrich's payload. LeadgenID is the sender's id of
+// the lead (the lead's source_ref): Meta's leadgen id, LinkedIn's lead
+// form response id.
 type enrichPayload struct {
 	TenantID  string `json:"tenant_id"`
 	SourceID  string `json:"source_id"`
@@ -39,15 +44,26 @@ type enrichPayload struct {
 	LeadgenID string `json:"leadgen_id"`
 }
 
+// enrichKinds are the kinds whose webhooks name a lead without its person.
+var enrichKinds = map[string]bool{kinds.Meta: true, kinds.LinkedIn: true}
+
 // CanEnrich reports whether a source's webhook leads can be enriched: a
-// meta source with a Graph base URL and an access token.
+// meta or linkedin source with an API base URL and an access token.
 func CanEnrich(src sources.Source) bool {
-	return src.Kind == kinds.Meta && src.ReconcileEnabled() && len(src.ReconcileTokenEnc) > 0
+	return enrichKinds[src.Kind] && src.ReconcileEnabled() && len(src.ReconcileTokenEnc) > 0
 }
 
-// AfterWebhookUpsert is the webhooks.Enricher of the processor: a meta
-// webhook lead gets an enrichment task. The lead exists already (created
-// from its leadgen_id when the webhook was processed); enrichment only
+// fetchLead asks the source's sender for one lead by its id.
+func (s *Service) fetchLead(ctx context.Context, kind string, ps sources.PullSettings, id string) (json.RawMessage, error) {
+	if kind == kinds.LinkedIn {
+		return pull.FetchLinkedInLead(ctx, s.Client, ps.BaseURL, ps.AccessToken, id)
+	}
+	return pull.FetchMetaLead(ctx, s.Client, ps.BaseURL, ps.AccessToken, id)
+}
+
+// AfterWebhookUpsert is the webhooks.Enricher of the processor: a meta or
+// linkedin webhook lead gets an enrichment task. The lead exists already
+// (created from its id when the webhook was processed); enrichment only
 // fills in the sender-owned fields. Enqueue failures are logged: the lead
 // still gets its fields from the next scheduled reconcile.
 func (s *Service) AfterWebhookUpsert(ctx context.Context, tenantID string, src sources.Source, leadID string, lead kinds.Lead) {
@@ -59,18 +75,19 @@ func (s *Service) AfterWebhookUpsert(ctx context.Context, tenantID string, src s
 	_, err := s.Queue.EnqueueContext(ctx, t, asynq.TaskID("enrich:"+leadID), asynq.Queue(jobs.QueueDefault),
 		asynq.MaxRetry(8), asynq.Timeout(s.enrichTimeout()+30*time.Second))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		s.log().WarnContext(ctx, "enqueue meta enrichment failed; the next reconcile fills the lead in",
+		s.log().WarnContext(ctx, "enqueue enrichment failed; the next reconcile fills the lead in",
 			"tenant_id", tenantID, "lead_id", leadID, "err", err)
 	}
 }
 
-// Enrich fetches a Meta lead from the Graph API and applies it through
-// the webhook upsert path, filling email, name, phone and company. Errors
-// wrapping asynq.SkipRetry are permanent (no such lead, bad token, refused
-// address); others are worth retrying.
+// Enrich fetches a lead from its sender's API (Meta's Graph, LinkedIn's
+// lead form responses) and applies it through the webhook upsert path,
+// filling email, name, phone and company. Errors wrapping asynq.SkipRetry
+// are permanent (no such lead, bad token, refused address); others are
+// worth retrying.
 func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID string) (webhooks.Result, error) {
 	if !leadgenIDPattern.MatchString(leadgenID) {
-		return webhooks.Result{}, fmt.Errorf("malformed leadgen id %q: %w", leadgenID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("malformed lead id %q: %w", leadgenID, asynq.SkipRetry)
 	}
 	src, err := s.Sources.Get(ctx, tenantID, sourceID)
 	if apperr.Is(err, apperr.NotFound) {
@@ -80,7 +97,7 @@ func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID stri
 		return webhooks.Result{}, err
 	}
 	if !CanEnrich(src) {
-		return webhooks.Result{}, fmt.Errorf("source %s has no Graph access any more: %w", src.ID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("source %s has no API access any more: %w", src.ID, asynq.SkipRetry)
 	}
 	ps, err := s.Sources.Pull(src)
 	if err != nil {
@@ -88,7 +105,7 @@ func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID stri
 	}
 	fctx, cancel := context.WithTimeout(ctx, s.enrichTimeout())
 	defer cancel()
-	raw, err := pull.FetchMetaLead(fctx, s.Client, ps.BaseURL, ps.AccessToken, leadgenID)
+	raw, err := s.fetchLead(fctx, src.Kind, ps, leadgenID)
 	if err != nil {
 		msg := redact(err.Error(), ps.AccessToken)
 		if permanentFetchError(err) {
@@ -102,11 +119,11 @@ func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID stri
 	}
 	l, err := kind.Map(raw)
 	if err != nil {
-		return webhooks.Result{}, fmt.Errorf("graph lead %s: %v: %w", leadgenID, err, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("%s lead %s: %v: %w", src.Kind, leadgenID, err, asynq.SkipRetry)
 	}
 	if l.SourceRef != kinds.NormalizeID(leadgenID) {
 		// Applying it would write some other lead.
-		return webhooks.Result{}, fmt.Errorf("graph answered lead %q for %q: %w", l.SourceRef, leadgenID, asynq.SkipRetry)
+		return webhooks.Result{}, fmt.Errorf("%s answered lead %q for %q: %w", src.Kind, l.SourceRef, leadgenID, asynq.SkipRetry)
 	}
 	var res webhooks.Result
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -119,7 +136,7 @@ func (s *Service) Enrich(ctx context.Context, tenantID, sourceID, leadgenID stri
 
 // permanentFetchError: retrying cannot help a refused address, a malformed
 // id or a 4xx other than 408/429 (Graph answers 400 for unknown leads and
-// bad tokens).
+// bad tokens, LinkedIn 404 and 401).
 func permanentFetchError(err error) bool {
 	if errors.Is(err, outbound.ErrForbiddenTarget) {
 		return true

@@ -1,7 +1,8 @@
 // Package reconcile pulls leads from the senders' own APIs on a schedule (and
 // on demand) and upserts every record through the same path as webhooks, so
 // a lost webhook is repaired and a delivered one costs nothing. It also
-// enriches Meta webhook leads with their field data from the Graph API.
+// enriches Meta and LinkedIn webhook leads, which name a lead without its
+// person, from the sender's API (Graph; LinkedIn's lead form responses).
 //
 // Flow: a periodic reconcile:tick enqueues one reconcile:source task per due
 // source and schedule window (TaskID names the window); "Reconcile now"
@@ -21,7 +22,6 @@ import (
 
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
-	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/sources"
@@ -65,12 +65,6 @@ type Run struct {
 	Backfill   int        `db:"backfill_count"` // records of the source's first run (not webhook loss)
 }
 
-// LeadEvents is told of what an applied record changed, in the same
-// transaction (events and the first-response clock: leads.Service).
-type LeadEvents interface {
-	SenderChanged(ctx context.Context, x db.Ext, tenantID string, outs []leads.UpsertOutcome) error
-}
-
 // Enqueuer is the part of the Asynq client reconcile uses.
 type Enqueuer interface {
 	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
@@ -85,8 +79,12 @@ type Service struct {
 	Client  *outbound.Client // the one outbound client (SSRF guard, retries)
 	Stats   monitor.Sink
 	Log     *slog.Logger
-	Leads   LeadEvents
+	Leads   webhooks.LeadWriter // writes the records (leads.Service); nil: nobody is told
 	Now     func() time.Time
+	// Committed is told, after a page's transaction committed, of each
+	// lead the page created (the live inbox, as for the webhook worker's
+	// batches); nil: nobody.
+	Committed func(tenantID string, r webhooks.Result)
 
 	// RunTimeout is the deadline of one run, every page and retry included
 	// (default 10 min).
@@ -102,7 +100,7 @@ type Service struct {
 	MaxPages int
 	// PageSize asks the sender for this many records per page (default: the puller's, 100).
 	PageSize int
-	// EnrichTimeout bounds one Graph lead fetch with its retries (default 30 s).
+	// EnrichTimeout bounds one lead fetch (Graph, LinkedIn) with its retries (default 30 s).
 	EnrichTimeout time.Duration
 	// Retention keeps finished runs this long (default 90 days).
 	Retention time.Duration
@@ -177,13 +175,8 @@ func (s *Service) stats() monitor.Sink {
 	return s.Stats
 }
 
-// Apply upserts one sender record into a lead inside x: exactly the
-// webhook path (webhooks.Apply: same mapping, same upsert), then tells
-// Leads what changed.
+// Apply writes one sender record to its lead inside x: exactly the
+// webhook path (webhooks.Apply: same mapping, same write by Leads).
 func (s *Service) Apply(ctx context.Context, x db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (webhooks.Result, error) {
-	r, err := webhooks.Apply(ctx, x, tenantID, src, raw, now)
-	if err == nil && s.Leads != nil {
-		err = s.Leads.SenderChanged(ctx, x, tenantID, []leads.UpsertOutcome{{LeadID: r.LeadID, SourceID: src.ID, Kind: r.Outcome, OwnerID: r.OwnerID}})
-	}
-	return r, err
+	return webhooks.Apply(ctx, x, s.Leads, tenantID, src, raw, now)
 }

@@ -290,10 +290,12 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 	skip := map[int]bool{}
 	for {
 		var out pageOutcome
+		var created []webhooks.Result
 		deferred := 0
 		next := *run
 		err := db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 			out = pageOutcome{}
+			created = created[:0]
 			next = *run
 			now := s.now()
 			before, err := leads.SenderFieldsByRef(ctx, tx, run.TenantID, src.ID, refs)
@@ -331,6 +333,7 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 				}
 				var detail map[string]any
 				if res.New {
+					created = append(created, res)
 					switch {
 					case rc.backfill:
 						out.backfill++
@@ -383,6 +386,11 @@ func (s *Service) applyPage(ctx context.Context, run *Run, src sources.Source, k
 		}
 		if err != nil {
 			return out, err
+		}
+		if s.Committed != nil {
+			for _, res := range created {
+				s.Committed(run.TenantID, res)
+			}
 		}
 		*run = next
 		rc.deferred += deferred

@@ -39,7 +39,7 @@ func (r Run) View() RunView {
 func checkReconcilable(src sources.Source) error {
 	if !sources.ReconcileKinds[src.Kind] {
 		return &apperr.Error{Code: apperr.Invalid,
-			Message: fmt.Sprintf("a %s source cannot be reconciled: its sender has no list API Leadpipe can pull (typeform, meta and generic sources can)", src.Kind),
+			Message: fmt.Sprintf("a %s source cannot be reconciled: its sender has no list API Leadpipe can pull (typeform, meta, linkedin and generic sources can)", src.Kind),
 			Fields:  map[string]string{"reconcile": "not available for " + src.Kind + " sources"}}
 	}
 	if !src.ReconcileEnabled() {

@@ -2,8 +2,9 @@ package reconcile
 
 import (
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"leadpipe/internal/tracing"
 )
 
 // endRunSpan records a reconcile run's counts on its span
@@ -14,10 +15,6 @@ func endRunSpan(span trace.Span, run Run, err error) {
 			attribute.String("leadpipe.reconcile.run_id", run.ID), attribute.Int("leadpipe.reconcile.pages", run.Pages),
 			attribute.Int("leadpipe.reconcile.records", run.Records), attribute.Int("leadpipe.reconcile.new", run.New),
 			attribute.Int("leadpipe.reconcile.known", run.Known))
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
 	}
-	span.End()
+	tracing.End(span, err)
 }

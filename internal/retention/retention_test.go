@@ -31,10 +31,7 @@ type source struct {
 
 func newSource(t *testing.T, e *apptest.Env, ten apptest.Tenant, slug string) source {
 	t.Helper()
-	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: slug, Name: slug, Kind: kinds.Standard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: slug, Name: slug, Kind: kinds.Standard})
 	return source{Source: src, Secret: secret, URL: e.URL + "/hooks/" + ten.Slug + "/" + slug}
 }
 

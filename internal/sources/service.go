@@ -21,6 +21,7 @@ import (
 	"leadpipe/internal/db"
 	"leadpipe/internal/idempotency"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/reconcile/pull"
 	"leadpipe/internal/tenants"
 )
 
@@ -222,7 +223,7 @@ func (s *Service) checkConfig(kind string, cfg json.RawMessage) (json.RawMessage
 func (s *Service) applyReconcile(src *Source, in *ReconcileInput) map[string]string {
 	f := map[string]string{}
 	if !ReconcileKinds[src.Kind] {
-		f["reconcile"] = "reconcile is available for typeform, meta and generic sources"
+		f["reconcile"] = "reconcile is available for typeform, meta, linkedin and generic sources"
 		return f
 	}
 	if in.BaseURL != nil {
@@ -278,8 +279,10 @@ func (s *Service) applyReconcile(src *Source, in *ReconcileInput) map[string]str
 		src.ReconcileLookbackS = *in.LookbackSeconds
 	}
 	if src.ReconcileBaseURL != nil {
-		if (src.Kind == "typeform" || src.Kind == "meta") && deref(src.ReconcileFormID) == "" {
+		if (src.Kind == "typeform" || src.Kind == "meta" || src.Kind == "linkedin") && deref(src.ReconcileFormID) == "" {
 			f["reconcile.form_id"] = "is required for " + src.Kind
+		} else if src.Kind == "linkedin" && pull.ValidateLinkedInForms(deref(src.ReconcileFormID)) != nil {
+			f["reconcile.form_id"] = "must be LinkedIn lead form ids separated by commas, each optionally as EVENT:<id> (or COMPANY, ORGANIZATION_PRODUCT, SPONSORED)"
 		}
 		if src.Kind == "generic" && deref(src.ReconcileListPath) == "" {
 			f["reconcile.list_path"] = "is required for generic"

@@ -13,7 +13,7 @@ var Kinds = []string{"standard", "timestamped", "typeform", "meta", "google-ads"
 	"linkedin", "hubspot", "webflow", "tally", "tiktok", "token"}
 
 // ReconcileKinds can be pulled from their sender's API.
-var ReconcileKinds = map[string]bool{"typeform": true, "meta": true, "generic": true}
+var ReconcileKinds = map[string]bool{"typeform": true, "meta": true, "linkedin": true, "generic": true}
 
 // Source is one webhook sender configuration.
 type Source struct {

@@ -27,12 +27,20 @@ type Service struct {
 	// PasswordCost is the bcrypt cost; tests lower it.
 	PasswordCost int
 	clock        func() time.Time
+	// linkKey derives invitation and reset links' secrets; linkMail
+	// writes the message carrying a new link (WithLinks).
+	linkKey  []byte
+	linkMail LinkNotifier
 }
 
 // NewService returns a service with production settings reading the time
 // from now (nil: the wall clock).
-func NewService(d *sqlx.DB, now func() time.Time) *Service {
-	return &Service{DB: d, PasswordCost: 11, clock: now}
+func NewService(d *sqlx.DB, now func() time.Time, opts ...Option) *Service {
+	s := &Service{DB: d, PasswordCost: 11, clock: now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Service) now() time.Time { return clock.Read(s.clock) }

@@ -10,11 +10,12 @@ import (
 	"leadpipe/internal/db"
 )
 
-// This file holds every SQL statement on the tenants area's tables:
-// tenants, users, user_logins, api_tokens and sessions.
+// This file holds the SQL on the tenants area's tables: tenants, users,
+// user_logins, api_tokens and sessions (the invitation and reset links'
+// user_links is in links.go, away_until in away.go).
 
 const tenantCols = `id, slug, name, created_at`
-const userCols = `tenant_id, id, email, name, role, disabled_at, created_at, time_zone`
+const userCols = `tenant_id, id, email, name, role, disabled_at, created_at, time_zone, away_until`
 const tokenCols = `tenant_id, id, name, scopes, expires_at, created_by, created_at, last_used_at, revoked_at`
 
 func insertTenant(ctx context.Context, x db.Ext, t Tenant) error {
@@ -111,7 +112,7 @@ type loginRow struct {
 // getLogin reads every membership of an email (one row per tenant).
 func getLogin(ctx context.Context, x db.Ext, email string) ([]loginRow, error) {
 	var rs []loginRow
-	err := x.SelectContext(ctx, &rs, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.time_zone, u.password_hash,
+	err := x.SelectContext(ctx, &rs, `SELECT u.tenant_id, u.id, u.email, u.name, u.role, u.disabled_at, u.created_at, u.time_zone, u.away_until, u.password_hash,
 		t.slug AS tenant_slug, t.name AS tenant_name
 		FROM user_logins l JOIN users u ON u.tenant_id = l.tenant_id AND u.id = l.user_id
 		JOIN tenants t ON t.id = l.tenant_id
@@ -137,10 +138,13 @@ func updateUserName(ctx context.Context, x db.Ext, tenantID, id, name string) er
 	return err
 }
 
-// deleteUser removes a membership: the user row, its login row and its
-// sessions.
+// deleteUser removes a membership: the user row, its login row, its
+// sessions and its invitation and reset links.
 func deleteUser(ctx context.Context, x db.Ext, tenantID, id, email string) error {
 	if _, err := x.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND user_id = ?`, tenantID, id); err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, `DELETE FROM user_links WHERE tenant_id = ? AND user_id = ?`, tenantID, id); err != nil {
 		return err
 	}
 	if _, err := x.ExecContext(ctx, `DELETE FROM user_logins WHERE email = ? AND tenant_id = ?`, email, tenantID); err != nil {
@@ -246,6 +250,8 @@ func updateUserTimeZone(ctx context.Context, x db.Ext, tenantID, id, tz string) 
 type UserState struct {
 	Name     string
 	Disabled bool
+	// AwayUntil: away until then (nil: not away); see User.Away.
+	AwayUntil *time.Time
 }
 
 // UserStates returns the given users of a tenant; ids of no such user are
@@ -260,8 +266,9 @@ func UserStates(ctx context.Context, x db.Ext, tenantID string, userIDs []string
 		ID       string     `db:"id"`
 		Name     string     `db:"name"`
 		Disabled *time.Time `db:"disabled_at"`
+		Away     *time.Time `db:"away_until"`
 	}
-	q, args, err := sqlx.In(`SELECT id, name, disabled_at FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
+	q, args, err := sqlx.In(`SELECT id, name, disabled_at, away_until FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +276,7 @@ func UserStates(ctx context.Context, x db.Ext, tenantID string, userIDs []string
 		return nil, err
 	}
 	for _, u := range us {
-		out[u.ID] = UserState{Name: u.Name, Disabled: u.Disabled != nil}
+		out[u.ID] = UserState{Name: u.Name, Disabled: u.Disabled != nil, AwayUntil: u.Away}
 	}
 	return out, nil
 }

@@ -32,7 +32,13 @@ type User struct {
 	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
 	// TimeZone is the person's IANA zone ("" until known: UTC).
 	TimeZone string `db:"time_zone" json:"time_zone"`
+	// AwayUntil: round robin skips the user until then (docs/ARCHITECTURE.md);
+	// nil or past: not away.
+	AwayUntil *time.Time `db:"away_until" json:"away_until"`
 }
+
+// Away reports whether the user is away at now.
+func (u User) Away(now time.Time) bool { return u.AwayUntil != nil && u.AwayUntil.After(now) }
 
 // IsAdmin reports the admin role.
 func (u User) IsAdmin() bool { return u.Role == RoleAdmin }

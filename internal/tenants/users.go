@@ -14,15 +14,18 @@ import (
 	"leadpipe/internal/ids"
 )
 
-// CreateUserInput creates a user in a tenant. Password may be left out
-// when the email already signs in to another tenant: the person then
-// signs in here with the password they have (an admin never learns or
-// sets another tenant's password).
+// CreateUserInput creates a user in a tenant. Without a Password the
+// user is invited: an e-mail with a link valid InvitationTTL lets them
+// choose their own (an admin never has to type one); a person who already
+// signs in to another tenant can meanwhile sign in here with the password
+// they have. With a Password (the users API) the admin sets it.
 type CreateUserInput struct {
 	Email    string `json:"email"`
 	Name     string `json:"name"`
 	Password string `json:"password"`
 	Role     string `json:"role"`
+	// InvitedBy is the admin who invites (named in the invitation).
+	InvitedBy *string `json:"-"`
 }
 
 // CreateUser adds a user to a tenant.
@@ -32,8 +35,9 @@ func (s *Service) CreateUser(ctx context.Context, tenantID string, in CreateUser
 
 // CreateUserOnce is CreateUser under a claimed idempotency key (a form's
 // per-render key): the key completes in the transaction that inserts the
-// user, so a double submit makes one user and a crash between the two
-// cannot leave a user whose form may be sent again.
+// user and writes the invitation, so a double submit makes one user and
+// one invitation, and a crash between the two cannot leave a user whose
+// form may be sent again.
 func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in CreateUserInput, once idempotency.Once[User]) (User, error) {
 	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
 	in.Name = strings.TrimSpace(in.Name)
@@ -48,7 +52,8 @@ func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in Create
 		f["role"] = "must be admin or staff"
 	}
 	hash := ""
-	if in.Password != "" {
+	invite := in.Password == ""
+	if !invite {
 		if msg := passwordProblem(in.Password); msg != "" {
 			f["password"] = msg
 		}
@@ -57,16 +62,17 @@ func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in Create
 		if err != nil {
 			return User{}, err
 		}
-		if len(rows) == 0 {
-			f["password"] = "is required for someone who signs in to no other tenant yet"
-		} else {
+		if len(rows) > 0 {
 			hash = rows[0].PasswordHash
+		}
+		if s.linkKey == nil {
+			f["password"] = "is required (invitations are not configured)"
 		}
 	}
 	if len(f) > 0 {
 		return User{}, apperr.InvalidFields(f)
 	}
-	if hash == "" {
+	if !invite {
 		var err error
 		if hash, err = s.hashPassword(in.Password); err != nil {
 			return User{}, err
@@ -79,7 +85,18 @@ func (s *Service) CreateUserOnce(ctx context.Context, tenantID string, in Create
 		if err := recordUserCreated(ctx, tx, u); err != nil {
 			return u, err
 		}
-		return u, insertUser(ctx, tx, u, hash)
+		if err := insertUser(ctx, tx, u, hash); err != nil {
+			return u, err
+		}
+		if invite {
+			l, err := s.issueLink(ctx, tx, tenantID, u.ID, LinkInvitation, in.InvitedBy, s.inviterName(ctx, tx, tenantID, in.InvitedBy))
+			if err != nil {
+				return u, err
+			}
+			return u, audit.Record(ctx, tx, tenantID, audit.Entry{Action: "user.invited", TargetType: "user", TargetID: u.ID,
+				Detail: map[string]any{"email": u.Email, "expires_at": l.ExpiresAt}})
+		}
+		return u, nil
 	})
 }
 
@@ -241,6 +258,12 @@ func (s *Service) Authenticate(ctx context.Context, email, password, tenant stri
 	}
 	if len(rows) == 0 {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+	}
+	for _, r := range rows {
+		if r.PasswordHash == "" {
+			// Invited, no password yet: as slow as a wrong one.
+			_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		}
 	}
 	if len(out) == 0 {
 		for _, r := range rows {

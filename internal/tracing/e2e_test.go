@@ -47,10 +47,7 @@ func TestOneTraceFromWebhookToOutboundAttempt(t *testing.T) {
 	if res := e.Do("POST", "/api/v1/endpoints", ten.Token, map[string]any{"url": recv.URL, "events": []string{"lead.created"}}); res.Status != 201 {
 		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
 	}
-	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "landing", Name: "Landing", Kind: kinds.Standard})
 	now := time.Now()
 	body := kinds.SampleBody(kinds.Standard, "msg_traced", "contact_traced", kinds.Lead{Email: "t@example.com", Name: "Tracy"}, now)
 	h, b, err := kinds.Sign(kinds.Standard, nil, secret, "msg_traced", body, now)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -189,4 +190,13 @@ func Inject(ctx context.Context, h propagation.TextMapCarrier) {
 		return
 	}
 	tc.Inject(ctx, h)
+}
+
+// End marks span failed when err is set, and ends it.
+func End(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

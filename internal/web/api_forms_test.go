@@ -29,7 +29,11 @@ type formEnv struct {
 
 func newFormEnv(t *testing.T, prefix string, extra map[string]any) *formEnv {
 	t.Helper()
-	e := apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
+	return newFormEnvOn(t, apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisWeb, Worker: true}), extra)
+}
+
+func newFormEnvOn(t *testing.T, e *apptest.Env, extra map[string]any) *formEnv {
+	t.Helper()
 	ten := e.Tenant("acme")
 	body := map[string]any{
 		"slug": "contact", "name": "Contact us",
@@ -474,6 +478,59 @@ func TestFormRateLimit(t *testing.T) {
 		t.Fatalf("answers: %v", counts)
 	}
 	fe.waitLeads(t, counts[201])
+}
+
+// Two servers of one installation behind a balancer share the limits
+// (counted in Redis): per address, then per form, whichever server a
+// submission reaches; a retry of a counted submission on the other server
+// is a duplicate, not a 429.
+func TestFormRateLimitAcrossServers(t *testing.T) {
+	opts := apptest.Options{RedisDB: apptest.RedisWeb, Worker: true, Env: map[string]string{"LEADPIPE_TRUST_PROXY": "true"}}
+	fe := newFormEnvOn(t, apptest.New(t, "web_forms_rate2", opts), map[string]any{
+		"limits": map[string]any{"per_ip_per_minute": 4, "per_form_per_minute": 6}})
+	opts.Worker = false
+	other := *fe
+	other.e = fe.e.Replica(t, opts)
+	if s := time.Now().Second(); s > 45 { // one minute window for the whole test
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	servers := []*formEnv{fe, &other}
+	post := func(i int, ip string) (int, string, url.Values) {
+		v := fe.values(fe.token(t, 5*time.Second), fmt.Sprintf("r%s-%d@example.com", ip, i))
+		status, h, out := servers[i%2].postJSON(t, v, "X-Forwarded-For", ip)
+		if status == 429 && h.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+		s, _ := out["status"].(string)
+		return status, s, v
+	}
+	var first url.Values
+	counts := map[int]int{}
+	for i := 0; i < 8; i++ {
+		status, _, v := post(i, "203.0.113.7")
+		counts[status]++
+		if first == nil && status == 201 {
+			first = v
+		}
+	}
+	if counts[201] != 4 || counts[429] != 4 {
+		t.Fatalf("one address over two servers: %v, want 4 accepted of its 4 a minute", counts)
+	}
+	// The retry reaches the other server: duplicate.
+	for _, s := range servers {
+		if status, _, out := s.postJSON(t, first, "X-Forwarded-For", "203.0.113.7"); status != 201 || out["status"] != "duplicate" {
+			t.Fatalf("retry of a counted submission: %d %v", status, out)
+		}
+	}
+	counts = map[int]int{}
+	for i := 0; i < 8; i++ {
+		status, _, _ := post(i, fmt.Sprintf("198.51.100.%d", i))
+		counts[status]++
+	}
+	if counts[201] != 2 || counts[429] != 6 {
+		t.Fatalf("the form over two servers: %v, want the 2 left of its 6 a minute", counts)
+	}
+	fe.waitLeads(t, 6)
 }
 
 // The captcha is checked server-side at the provider (a fake one on

@@ -2,10 +2,7 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -96,12 +93,8 @@ func allProcessed(t *testing.T, e *apptest.Env, tenantID string, n int) {
 // new route answers another tenant's ids with 404.
 func TestMergeUnmergeRoundTrip(t *testing.T) {
 	e := apptest.New(t, "web_merge", apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
-	ctx := context.Background()
 	a, b := e.Tenant("acme"), e.Tenant("bolt")
-	_, secret, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
 	now := time.Now()
 	postStandard(t, e, "acme", secret, "d1", "rec-web", kinds.Lead{Name: "Ada from web", Email: "ADA@example.com ", Company: "Web Inc"}, now)
 	postStandard(t, e, "acme", secret, "d2", "rec-web", kinds.Lead{Name: "Ada from web", Email: "ada@example.com", Company: "Web Inc 2"}, now.Add(time.Second))
@@ -232,12 +225,8 @@ func contains(xs []string, x string) bool {
 // visible. 20 identical merge requests with one Idempotency-Key merge once.
 func TestMergeRacingDeliveries(t *testing.T) {
 	e := apptest.New(t, "web_merge_race", apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
-	ctx := context.Background()
 	a := e.Tenant("acme")
-	_, secret, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
 	now := time.Now()
 	ray := kinds.Lead{Email: "ray@example.org", Name: "Ray"}
 	postStandard(t, e, "acme", secret, "r0", "rec-ray", ray, now)
@@ -253,22 +242,13 @@ func TestMergeRacingDeliveries(t *testing.T) {
 			defer wg.Done()
 			<-start
 			body := kinds.SampleBody(kinds.Standard, "", "rec-ray", ray, now.Add(time.Duration(i)*time.Millisecond))
-			h, body, err := kinds.Sign(kinds.Standard, nil, secret, fmt.Sprintf("r%d", i), body, time.Now())
+			status, _, err := e.Hook("acme", "web", kinds.Standard, secret).Try(fmt.Sprintf("r%d", i), body, time.Now())
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			req, _ := http.NewRequest(http.MethodPost, e.URL+"/hooks/acme/web", bytes.NewReader(body))
-			req.Header = h
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Errorf("delivery r%d: %d", i, res.StatusCode)
+			if status != 200 {
+				t.Errorf("delivery r%d: %d", i, status)
 			}
 		}(i)
 	}

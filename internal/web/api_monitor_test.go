@@ -18,14 +18,8 @@ func TestMonitorStatsAPI(t *testing.T) {
 	e := apptest.New(t, "web_monitor", apptest.Options{RedisDB: apptest.RedisWeb})
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
-	src, _, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSrc, _, err := e.App.Sources.Create(ctx, other.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
+	otherSrc, _ := e.Source(other.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
 	t0 := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 	rec := e.App.Web.Monitor.Recorder
 	rec.Add(acme.ID, src.ID, monitor.Deliveries, 50, t0.Add(61*time.Minute))
@@ -132,10 +126,7 @@ func TestMonitorRulesAndAlertsAPI(t *testing.T) {
 	e := apptest.New(t, "web_rules", apptest.Options{RedisDB: apptest.RedisWeb})
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
-	src, _, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
 	p := "/api/v1/sources/" + src.ID + "/alert-rules"
 	var rules monitor.Rules
 	res := e.Do("GET", p, acme.Token, nil)
@@ -185,10 +176,7 @@ func TestMonitorRulesAndAlertsAPI(t *testing.T) {
 	rec := e.App.Web.Monitor.Recorder
 	t0 := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 	for _, slug := range []string{"a1", "a2", "a3"} {
-		s, _, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: slug, Name: slug, Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := e.Source(acme.ID, sources.CreateInput{Slug: slug, Name: slug, Kind: "standard"})
 		rec.Add(acme.ID, s.ID, monitor.DeadLetters, 1, t0)
 	}
 	if err := rec.Flush(ctx); err != nil {

@@ -24,21 +24,12 @@ func TestRejectionsInspector(t *testing.T) {
 	e := apptest.New(t, "web_reject", apptest.Options{RedisDB: apptest.RedisWeb})
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	legacy, _, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "legacy", Name: "Legacy", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
+	legacy, _ := e.Source(acme.ID, sources.CreateInput{Slug: "legacy", Name: "Legacy", Kind: "standard"})
 	if _, err := e.App.DB.ExecContext(ctx, `UPDATE sources SET kind = 'retired-kind' WHERE tenant_id = ? AND id = ?`, acme.ID, legacy.ID); err != nil {
 		t.Fatal(err)
 	}
-	otherSrc, _, err := e.App.Sources.Create(ctx, other.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	otherSrc, _ := e.Source(other.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
 	rec := e.App.Ingest.Rejections.(*rejections.Recorder)
 
 	post := func(path string, body []byte, h http.Header) int {

@@ -18,11 +18,18 @@ type APIUser struct {
 	Active     bool       `json:"active"`
 	DisabledAt *time.Time `json:"disabled_at"`
 	CreatedAt  time.Time  `json:"created_at"`
+	// AwayUntil: round robin skips the user until then (null: not away).
+	AwayUntil *time.Time `json:"away_until"`
+	// Invited: the user has not chosen a password yet;
+	// InvitationExpiresAt is when their live invitation link ends (null:
+	// none is live; POST /api/v1/users/{id}/invitation sends a new one).
+	Invited             bool       `json:"invited"`
+	InvitationExpiresAt *time.Time `json:"invitation_expires_at"`
 }
 
 func toAPIUser(u tenants.User) APIUser {
 	return APIUser{ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Active: u.DisabledAt == nil,
-		DisabledAt: u.DisabledAt, CreatedAt: u.CreatedAt}
+		DisabledAt: u.DisabledAt, CreatedAt: u.CreatedAt, AwayUntil: u.AwayUntil}
 }
 
 // apiListUsers is GET /api/v1/users.
@@ -32,14 +39,27 @@ func (s *Server) apiListUsers(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
+	invited, err := s.Tenants.Invitations(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
 	items := make([]APIUser, 0, len(us))
 	for _, u := range us {
-		items = append(items, toAPIUser(u))
+		items = append(items, withInvitation(toAPIUser(u), invited))
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
 }
 
-// apiCreateUser is POST /api/v1/users {"email","name","role","password"?}.
+func withInvitation(u APIUser, invited map[string]*time.Time) APIUser {
+	until, ok := invited[u.ID]
+	u.Invited, u.InvitationExpiresAt = ok, until
+	return u
+}
+
+// apiCreateUser is POST /api/v1/users {"email","name","role","password"?}:
+// without a password the person is invited (an e-mail with a link valid
+// 72 h to choose one); with one, the admin has set it.
 func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 	var in tenants.CreateUserInput
 	if err := DecodeJSON(w, r, &in); err != nil {
@@ -51,8 +71,25 @@ func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
+	invited, err := s.Tenants.Invitations(r.Context(), Tenant(r))
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
 	w.Header().Set("Location", "/api/v1/users/"+u.ID)
-	WriteJSON(w, http.StatusCreated, toAPIUser(u))
+	WriteJSON(w, http.StatusCreated, withInvitation(toAPIUser(u), invited))
+}
+
+// apiInviteUser is POST /api/v1/users/{id}/invitation: a new invitation
+// for a user who has not chosen a password yet (older links stop
+// working); 409 for one who has.
+func (s *Server) apiInviteUser(w http.ResponseWriter, r *http.Request) {
+	l, err := s.Tenants.Invite(r.Context(), Tenant(r), chi.URLParam(r, "id"), nil)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusCreated, map[string]any{"user_id": l.UserID, "expires_at": l.ExpiresAt})
 }
 
 // apiPatchUser is PATCH /api/v1/users/{id} {"name"?,"role"?,"active"?}.

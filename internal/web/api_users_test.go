@@ -13,8 +13,8 @@ import (
 	"leadpipe/internal/tenants"
 )
 
-// The users API: create (a new person needs a password; someone of
-// another tenant may come without one and keeps theirs), list, change
+// The users API: create (with a password the admin sets, or invited;
+// someone of another tenant may come without one and keeps theirs), list, change
 // role and active, remove; a taken email 409; another tenant's user 404;
 // the last active admin cannot be demoted, disabled or removed.
 func TestUsersAPI(t *testing.T) {
@@ -35,7 +35,7 @@ func TestUsersAPI(t *testing.T) {
 		want int
 	}{
 		{map[string]any{"email": "sam@acme.test", "name": "Sam again", "role": "staff", "password": "sam-password-2"}, http.StatusConflict},
-		{map[string]any{"email": "new@acme.test", "name": "New", "role": "staff"}, http.StatusUnprocessableEntity}, // a new person needs a password
+		{map[string]any{"email": "new@acme.test", "name": "New", "role": "staff"}, http.StatusCreated}, // invited: chooses their own password
 		{map[string]any{"email": "x@acme.test", "name": "X", "role": "owner", "password": "x-password-12"}, http.StatusUnprocessableEntity},
 		{map[string]any{"email": "not-an-email", "name": "X", "role": "staff", "password": "x-password-12"}, http.StatusUnprocessableEntity},
 	} {
@@ -122,10 +122,7 @@ func TestLoginChoosesTenant(t *testing.T) {
 		if _, err := e.App.Tenants.CreateUser(ctx, ten.ID, tenants.CreateUserInput{Email: "pat@example.test", Name: "Pat " + ten.Slug, Password: "pat-password-1", Role: "staff"}); err != nil {
 			t.Fatal(err)
 		}
-		src, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		src, _ := e.Source(ten.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 		seedLead(t, e, ten.ID, src.ID, "r1", "Lead of "+ten.Slug, ten.Slug+"@lead.test")
 	}
 	for _, ten := range []apptest.Tenant{acme, beta} {

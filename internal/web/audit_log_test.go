@@ -525,10 +525,7 @@ func TestAuditNeverHoldsASecret(t *testing.T) {
 func TestAuditRowsFromThePages(t *testing.T) {
 	e := apptest.New(t, "web_audit_pages", apptest.Options{RedisDB: apptest.RedisWeb})
 	acme := e.Tenant("acme")
-	src, _, err := e.App.Sources.Create(context.Background(), acme.ID, sources.CreateInput{Slug: "web", Name: "Web", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "web", Name: "Web", Kind: "standard"})
 	b := newBrowser(t, e)
 	b.login(acme.Admin.Email, acme.AdminPassword)
 	if p := b.post("/settings/endpoints", url.Values{"url": {"http://127.0.0.1:9/ui"}, "events": {"lead.created"}, "key": {strings.Repeat("ab", 16)}}); p.status >= 400 {

@@ -109,10 +109,7 @@ func TestEventsFromProductPaths(t *testing.T) {
 
 	// An alert fires: a dead letter counted in the last minute.
 	ctx := context.Background()
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	rec := e.App.Stats.(*monitor.Recorder)
 	rec.Add(a.ID, src.ID, monitor.DeadLetters, 1, time.Now().Add(-time.Minute))
 	if err := rec.Flush(ctx); err != nil {
@@ -189,17 +186,13 @@ func postStandard(t *testing.T, e *apptest.Env, tenantSlug, secret, deliveryID, 
 // types; a tenant without endpoints writes no events at all.
 func TestEventsFromWebhookLeads(t *testing.T) {
 	e := apptest.New(t, "web_events_hooks", apptest.Options{RedisDB: apptest.RedisWeb, Worker: true})
-	ctx := context.Background()
 	a, b, c := e.Tenant("acme"), e.Tenant("bolt"), e.Tenant("cold")
 	ra, rb := newVerifyingReceiver(t), newVerifyingReceiver(t)
 	ra.subscribe(t, e, a.Token, events.LeadCreated, events.LeadUpdated)
 	rb.subscribe(t, e, b.Token, events.LeadCreated)
 	secrets := map[string]string{}
 	for _, tn := range []apptest.Tenant{a, b, c} {
-		_, secret, err := e.App.Sources.Create(ctx, tn.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, secret := e.Source(tn.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: kinds.Standard})
 		secrets[tn.Slug] = secret
 	}
 	now := time.Now()

@@ -68,7 +68,7 @@ func (s *Server) formThanks(w http.ResponseWriter, r *http.Request) {
 
 // formPreflight answers a CORS preflight: only for an allowed origin.
 func (s *Server) formPreflight(w http.ResponseWriter, r *http.Request) {
-	p, err := s.Forms.Page(r.Context(), chi.URLParam(r, "tenant"), chi.URLParam(r, "form"))
+	p, err := s.Forms.Lookup(r.Context(), chi.URLParam(r, "tenant"), chi.URLParam(r, "form"))
 	if err != nil {
 		s.formError(w, r, err)
 		return
@@ -95,7 +95,7 @@ func (s *Server) formSubmit(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	p, err := s.Forms.Page(r.Context(), tenant, form)
+	p, err := s.Forms.Lookup(r.Context(), tenant, form)
 	if err != nil {
 		s.formError(w, r, err)
 		return

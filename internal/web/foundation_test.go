@@ -133,10 +133,7 @@ func TestSecretRotationGrace(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock.Set(now)
 	ctx := context.Background()
-	src, old, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "meta", Secret: "old-secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, old := e.Source(a.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "meta", Secret: "old-secret"})
 	grace := 3600
 	r := e.Do("POST", "/api/v1/sources/"+src.ID+"/rotate-secret", a.Token, map[string]any{"grace_seconds": grace})
 	if r.Status != 200 {

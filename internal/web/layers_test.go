@@ -92,7 +92,7 @@ func TestNoDomainPackageImportsTheWebLayer(t *testing.T) {
 // define net/http handlers, each with its reason. An entry that no longer
 // defines one fails the test.
 var httpOutsideWeb = map[string]string{
-	"internal/reconcile/fakeapi": "stand-ins for the senders' own APIs (Typeform, Meta's Graph API, a generic list) that tests and benchmarks pull from; not Leadpipe's HTTP surface",
+	"internal/reconcile/fakeapi": "stand-ins for the senders' own APIs (Typeform, Meta's Graph API, LinkedIn Lead Sync, a generic list) that tests and benchmarks pull from; not Leadpipe's HTTP surface",
 	"internal/monitor":           "NewMetricsHandler is the Prometheus client's handler (promhttp) over the monitor's collectors; internal/web mounts it at /metrics",
 }
 
@@ -250,5 +250,46 @@ func TestCommentsPointIntoTheRepository(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The sender write is one method (leads.Service.WriteSenders): no package
+// outside internal/leads assembles it from its parts, and only the leads
+// area writes INSERT INTO leads (one column list: leadInsertCols).
+func TestOneSenderWrite(t *testing.T) {
+	parts := map[string]bool{"UpsertFromSender": true, "UpsertFromSenderBatch": true, "UpsertFromSenderBatchDeferred": true,
+		"RecordTouches": true, "SenderChanged": true}
+	fset := token.NewFileSet()
+	inserts := 0
+	err := walkDomainPackages(func(rel, dir string, pkg *build.Package) error {
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					if parts[x.Sel.Name] && rel != "internal/leads" {
+						t.Errorf("%s/%s uses %s: write sender records with leads.Service.WriteSenders", rel, name, x.Sel.Name)
+					}
+				case *ast.BasicLit:
+					if x.Kind == token.STRING && strings.Contains(strings.ToUpper(x.Value), "INSERT INTO LEADS (") {
+						inserts++
+						if rel != "internal/leads" || name != "store.go" {
+							t.Errorf("%s/%s inserts into leads: use insertLeads (internal/leads/store.go)", rel, name)
+						}
+					}
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inserts != 1 {
+		t.Errorf("%d column lists of INSERT INTO leads in the leads area, want 1", inserts)
 	}
 }

@@ -36,11 +36,16 @@ const DeviceCookie = "lp_device"
 //     failures per account instead of AccountFree. Accounts with fewer
 //     failures stay open to it, so a colleague behind the same NAT signs in
 //     to their own account from a fresh browser.
+//
+// IPHard, when set, also backs off every untrusted client of an address
+// past IPHard failures in Window, whatever the account (the reset page:
+// one address asking links for many people).
 type LoginThrottle struct {
 	AccountFree   int
 	DeviceFree    int
 	IPMax         int
 	IPAccountFree int
+	IPHard        int
 	Window        time.Duration // how long failures are remembered
 	Now           func() time.Time
 
@@ -61,6 +66,17 @@ func NewLoginThrottle() *LoginThrottle {
 	return &LoginThrottle{AccountFree: 10, DeviceFree: 10, IPMax: 50, IPAccountFree: 3,
 		Window: 15 * time.Minute, Now: time.Now,
 		account: map[string]*failures{}, device: map[string]*failures{}, ip: map[string]*failures{}}
+}
+
+// NewResetThrottle limits "Forgot password?" like logins, counting every
+// request (known address or not, so the limit tells nothing either):
+// per address 3 in 15 minutes, then 30 s doubling; per client address 30
+// in 15 minutes whatever the addresses asked for, and past 10 only one
+// more per address.
+func NewResetThrottle() *LoginThrottle {
+	l := NewLoginThrottle()
+	l.AccountFree, l.IPMax, l.IPAccountFree, l.IPHard = 3, 10, 1, 30
+	return l
 }
 
 // live returns m[key] unless it expired (window since its first failure).
@@ -103,7 +119,13 @@ func (l *LoginThrottle) Allow(ip, account, device string) (bool, time.Duration) 
 	if wait := backoff(a, l.AccountFree, now); wait > 0 {
 		return false, wait
 	}
-	if addr := live(l.ip, ip, l.Window, now); addr != nil && addr.n >= l.IPMax {
+	addr := live(l.ip, ip, l.Window, now)
+	if l.IPHard > 0 {
+		if wait := backoff(addr, l.IPHard, now); wait > 0 {
+			return false, wait
+		}
+	}
+	if addr != nil && addr.n >= l.IPMax {
 		if wait := backoff(a, l.IPAccountFree, now); wait > 0 {
 			return false, wait
 		}

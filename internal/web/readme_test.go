@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -147,12 +146,8 @@ func TestReadmeCurlsWork(t *testing.T) {
 	}
 	e := apptest.New(t, "web_readme_run", apptest.Options{RedisDB: apptest.RedisWeb})
 	demo := e.Tenant("demo")
-	ctx := context.Background()
 	cfg := kinds.SampleConfig(kinds.Generic)
-	src, secret, err := e.App.Sources.Create(ctx, demo.ID, sources.CreateInput{Slug: "generic", Name: "Partner CRM (generic HMAC)", Kind: kinds.Generic, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(demo.ID, sources.CreateInput{Slug: "generic", Name: "Partner CRM (generic HMAC)", Kind: kinds.Generic, Config: cfg})
 	body := kinds.SampleBody(kinds.Generic, "evt-1", "lead-1", kinds.Lead{Email: "ada@example.com", Name: "Ada Lovelace"}, time.Now())
 	h, body, err := kinds.Sign(kinds.Generic, cfg, secret, "evt-1", body, time.Now())
 	if err != nil {

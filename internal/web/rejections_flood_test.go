@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,12 +42,8 @@ func TestRejectionFloodCost(t *testing.T) {
 	}
 	rounds, rate := envInt("LEADPIPE_FLOOD_ROUNDS", 3), envInt("LEADPIPE_FLOOD_RATE", 10000)
 	e := apptest.New(t, "web_flood", apptest.Options{RedisDB: apptest.RedisWeb})
-	ctx := context.Background()
 	acme := e.Tenant("acme")
-	_, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := e.Source(acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
 	sink := &switchSink{rec: e.App.Ingest.Rejections.(*rejections.Recorder)}
 	e.App.Ingest.Rejections = sink // before any request: the handler reads it per request
 	url := e.URL + "/hooks/acme/site"

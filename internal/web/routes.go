@@ -117,6 +117,8 @@ func (s *Server) Routes() http.Handler {
 		admin.Get("/users", s.apiListUsers)
 		admin.Post("/users", s.apiCreateUser)
 		admin.Patch("/users/{id}", s.apiPatchUser)
+		admin.Put("/users/{id}/away", s.apiPutUserAway)
+		admin.Post("/users/{id}/invitation", s.apiInviteUser)
 		admin.Delete("/users/{id}", s.apiDeleteUser)
 		admin.Get("/audit", s.apiListAudit)
 		admin.Get("/settings/retention", s.apiGetRetention)

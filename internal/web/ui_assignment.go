@@ -90,16 +90,32 @@ func ruleRow(i int, rule leads.AssignmentRule, dir directory) settings.RuleRow {
 	if rule.Strategy == leads.StrategyOwner && rule.OwnerID != nil {
 		people = []string{*rule.OwnerID}
 	}
+	now := time.Now()
 	for _, id := range people {
-		row.Members = append(row.Members, dir.member(id))
+		m := dir.member(id, now)
+		if c, ok := rule.Caps[id]; ok {
+			m.Cap = strconv.Itoa(c)
+		}
+		row.Members = append(row.Members, m)
+	}
+	if e := rule.Escalate; e != nil {
+		to := "the next member"
+		if e.To != leads.EscalateNextMember {
+			to = dir.member(e.To, now).Name
+		}
+		row.Escalate = "After " + strconv.Itoa(e.AfterMinutes) + " minutes without a first reply past due, give it to " + to
 	}
 	return row
 }
 
-func (d directory) member(id string) settings.RuleMember {
+func (d directory) member(id string, now time.Time) settings.RuleMember {
 	for _, u := range d.users {
 		if u.ID == id {
-			return settings.RuleMember{Name: u.Name, Inactive: u.DisabledAt != nil}
+			m := settings.RuleMember{Name: u.Name, Inactive: u.DisabledAt != nil}
+			if u.Away(now) {
+				m.AwayUntil = u.AwayUntil
+			}
+			return m
 		}
 	}
 	return settings.RuleMember{Name: "a removed user", Inactive: true}
@@ -386,6 +402,13 @@ func formOfRule(rule leads.AssignmentRule) settings.RuleForm {
 	if rule.OwnerID != nil {
 		f.OwnerID = *rule.OwnerID
 	}
+	f.Caps = map[string]string{}
+	for u, c := range rule.Caps {
+		f.Caps[u] = strconv.Itoa(c)
+	}
+	if e := rule.Escalate; e != nil {
+		f.EscalateAfter, f.EscalateTo = strconv.Itoa(e.AfterMinutes), e.To
+	}
 	return f
 }
 
@@ -394,8 +417,16 @@ func readRuleForm(r *http.Request, index int) (settings.RuleForm, leads.Assignme
 	f := settings.RuleForm{Index: index, Version: r.PostFormValue("version"), Name: strings.TrimSpace(r.PostFormValue("name")),
 		When: r.PostFormValue("when"), SourceID: r.PostFormValue("source_id"), Field: strings.TrimSpace(r.PostFormValue("field")),
 		Equals: r.PostFormValue("equals"), Strategy: r.PostFormValue("strategy"), OwnerID: r.PostFormValue("owner_id"),
-		Members: map[string]bool{}, Errors: map[string]string{}}
+		Members: map[string]bool{}, Errors: map[string]string{}, Caps: map[string]string{},
+		EscalateAfter: strings.TrimSpace(r.PostFormValue("escalate_after")), EscalateTo: r.PostFormValue("escalate_to")}
 	rule := leads.AssignmentRule{Name: f.Name, Strategy: f.Strategy}
+	if f.EscalateAfter != "" {
+		n, err := strconv.Atoi(f.EscalateAfter)
+		if err != nil {
+			f.Errors["escalate_after"] = "Enter a whole number of minutes, or leave it empty."
+		}
+		rule.Escalate = &leads.Escalation{AfterMinutes: n, To: f.EscalateTo}
+	}
 	switch f.When {
 	case settings.WhenSource:
 		if f.SourceID == "" {
@@ -417,6 +448,20 @@ func readRuleForm(r *http.Request, index int) (settings.RuleForm, leads.Assignme
 				f.Members[m] = true
 				rule.Members = append(rule.Members, m)
 			}
+			v := strings.TrimSpace(r.PostFormValue("cap-" + m))
+			if v == "" {
+				continue
+			}
+			f.Caps[m] = v
+			c, err := strconv.Atoi(v)
+			if err != nil || c < 0 {
+				f.Errors["caps"] = "A daily cap is a whole number (0 or more), or empty for no cap."
+				continue
+			}
+			if rule.Caps == nil {
+				rule.Caps = map[string]int{}
+			}
+			rule.Caps[m] = c
 		}
 		if len(rule.Members) == 0 {
 			f.Errors["members"] = "Tick at least one person."
@@ -534,6 +579,10 @@ func ruleFormErrors(err error, pos int) (map[string]string, string) {
 				mine["when"] = sentence(f, v)
 			case strings.HasPrefix(f, "when."):
 				mine[strings.TrimPrefix(f, "when.")] = sentence(f, v)
+			case f == "escalate.after_minutes":
+				mine["escalate_after"] = sentence(f, v)
+			case f == "escalate.to":
+				mine["escalate_to"] = sentence(f, v)
 			default:
 				mine[f] = sentence(f, v)
 			}

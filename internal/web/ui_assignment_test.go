@@ -35,10 +35,7 @@ func TestUIAssignmentRules(t *testing.T) {
 	ada := mk(a.ID, "ada@acme.test", "Ada")
 	ben := mk(a.ID, "ben@acme.test", "Ben")
 	betty := mk(bt.ID, "betty@beta.test", "Betty")
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	rules := func(tenantID string) []leads.AssignmentRule {
 		t.Helper()
 		as, err := e.App.Web.Leads.Assignment(ctx, tenantID)
@@ -234,10 +231,7 @@ func TestUIOverdueMineFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	owner := map[string]string{}
 	for i := range 65 {
 		id := seedLead(t, e, a.ID, src.ID, "r"+strconv.Itoa(i), "Lead "+strconv.Itoa(i), "l"+strconv.Itoa(i)+"@example.com")

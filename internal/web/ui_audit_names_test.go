@@ -15,15 +15,9 @@ func TestUIAuditShowsNames(t *testing.T) {
 	e := uiEnv(t, "ui_audit_names")
 	ctx := context.Background()
 	a, b := e.Tenant("acme"), e.Tenant("other")
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
 	mine := seedLead(t, e, a.ID, src.ID, "r1", "Grace Hopper", "grace@example.com")
-	bsrc, _, err := e.App.Sources.Create(ctx, b.ID, sources.CreateInput{Slug: "theirs", Name: "Theirs", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bsrc, _ := e.Source(b.ID, sources.CreateInput{Slug: "theirs", Name: "Theirs", Kind: "standard"})
 	theirs := seedLead(t, e, b.ID, bsrc.ID, "r2", "Secret Person", "secret@example.com")
 	for _, id := range []string{mine, theirs} {
 		if err := audit.Record(ctx, e.App.DB, a.ID, audit.Entry{Action: "lead.merged", TargetType: "lead", TargetID: id}); err != nil {

@@ -45,6 +45,9 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("signed_out") == "1" {
 		v.Notice = "You are signed out."
 	}
+	if r.URL.Query().Get("reset") == "1" {
+		v.Notice = "Your new password is set. Sign in with it."
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, auth.Login(v))
 }

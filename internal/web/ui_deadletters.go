@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/webhooks"
 )
@@ -17,17 +15,12 @@ import (
 // "discard" with id=…). Ids that are not this source's dead letters are
 // ignored.
 func (s *Server) uiDeadLetters(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	src, ok := s.postedSource(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	back := "/sources/" + src.ID + "#dead-letters"
 	action, one, _ := strings.Cut(r.PostFormValue("action"), ":")
 	picked := r.PostForm["id"]

@@ -36,6 +36,7 @@ const (
 func (s *Server) leadUIRoutes(r chi.Router) {
 	r.Get("/settings/me", s.uiProfile)
 	r.Post("/settings/me", s.uiSaveProfile)
+	r.Post("/settings/me/away", s.uiSaveAway)
 	r.Get("/leads/ids", s.uiLeadIDs)
 	r.Post("/leads/bulk.json", s.Idem.Wrap(s.apiBulkLeads))
 	r.Get("/leads/board/more", s.uiBoardMore)
@@ -64,7 +65,7 @@ func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory,
 	for _, src := range srcs {
 		d.sources[src.ID] = src.Name
 		d.srcOpts = append(d.srcOpts, components.Option{Value: src.ID, Label: src.Name})
-		if src.Kind == kinds.Meta {
+		if src.Kind == kinds.Meta || src.Kind == kinds.LinkedIn {
 			d.meta[src.ID] = reconcile.CanEnrich(src)
 		}
 	}
@@ -98,7 +99,7 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 	}
 	v.AssignedAt, v.FirstResponseDueAt, v.FirstRespondedAt = timeOr0(l.AssignedAt), timeOr0(l.FirstResponseDueAt), timeOr0(l.FirstRespondedAt)
 	if canFetch, ok := d.meta[l.SourceID]; ok && l.Name == "" && l.Email == "" && l.Phone == "" {
-		// A Meta webhook carries only ids; the fields come from Graph.
+		// A Meta or LinkedIn webhook carries only ids; the fields come from the sender's API.
 		v.Pending = leadviews.PendingToken
 		if canFetch {
 			v.Pending = leadviews.PendingMeta

@@ -43,6 +43,12 @@ func (s *Server) uiMail(w http.ResponseWriter, r *http.Request) {
 			s.uiError(w, r, err)
 			return
 		}
+		// Without SMTP the preview is where an invitation or reset is
+		// read: its link is put back while it is live.
+		if it, _, err = s.Notify.Reveal(r.Context(), sess.Tenant.ID, it); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
 		m := mailItem(it)
 		v.Open = &m
 		if it.Text != nil {

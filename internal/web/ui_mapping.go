@@ -53,14 +53,28 @@ func mappingForm(r *http.Request) kinds.GenericConfig {
 }
 
 func (s *Server) genericSource(w http.ResponseWriter, r *http.Request) (sources.Source, bool) {
+	src, ok := s.postedSource(w, r)
+	if ok && src.Kind != "generic" {
+		s.uiError(w, r, apperr.New(apperr.NotFound, "only generic sources have a mapping editor"))
+		return src, false
+	}
+	return src, ok
+}
+
+// postedSource parses a posted form and reads the source the URL's {id}
+// names; when either fails it has answered with the error page.
+func (s *Server) postedSource(w http.ResponseWriter, r *http.Request) (sources.Source, bool) {
 	if err := parseForm(w, r); err != nil {
 		s.uiError(w, r, err)
 		return sources.Source{}, false
 	}
+	return s.urlSource(w, r)
+}
+
+// urlSource reads the signed-in tenant's source the URL's {id} names; on
+// an error it has answered with the error page.
+func (s *Server) urlSource(w http.ResponseWriter, r *http.Request) (sources.Source, bool) {
 	src, err := s.Sources.Get(r.Context(), sessionFrom(r.Context()).Tenant.ID, chi.URLParam(r, "id"))
-	if err == nil && src.Kind != "generic" {
-		err = apperr.New(apperr.NotFound, "only generic sources have a mapping editor")
-	}
 	if err != nil {
 		s.uiError(w, r, err)
 		return src, false

@@ -18,10 +18,7 @@ func TestUIMappingEditorTenantIsolation(t *testing.T) {
 	e := uiEnv(t, "ui_mapping_iso")
 	owner, intruder := e.Tenant("acme"), e.Tenant("intruder")
 	cfg := kinds.SampleConfig(kinds.Generic)
-	src, _, err := e.App.Sources.Create(context.Background(), owner.ID, sources.CreateInput{Slug: "form", Name: "Form", Kind: kinds.Generic, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(owner.ID, sources.CreateInput{Slug: "form", Name: "Form", Kind: kinds.Generic, Config: cfg})
 	form := url.Values{"natural_key_path": {"$.lead.other"}, "event_time_path": {"$.event.created_at"}, "encoding": {"hex"}}
 
 	b := newBrowser(t, e)

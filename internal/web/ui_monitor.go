@@ -218,13 +218,12 @@ func (s *Server) uiMonitorSource(w http.ResponseWriter, r *http.Request) {
 // renderMonitorSource draws a source's chart and its alert rules; form
 // holds a rejected rules form (422) to show again with its errors.
 func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, status int, form *monviews.RulesForm) {
-	ctx := r.Context()
-	sess := sessionFrom(ctx)
-	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
-	if err != nil {
-		s.uiError(w, r, err)
+	src, ok := s.urlSource(w, r)
+	if !ok {
 		return
 	}
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
 	now := time.Now().UTC()
 	c := s.sourceChartRange(ctx, sess.Tenant.ID, src.ID, r.URL.Query(), now)
 	buckets, err := s.Monitor.ChartSeries(ctx, sess.Tenant.ID, src.ID, c.from, c.to, c.step)
@@ -292,9 +291,9 @@ func (s *Server) renderMonitorSource(w http.ResponseWriter, r *http.Request, sta
 		}
 		v.DupWindow = true
 		for _, d := range ds {
-			row := monviews.DupRow{ID: d.ID, SenderID: d.DeliveryID, ReceivedAt: d.ReceivedAt, Count: d.Duplicates}
-			if d.FirstDuplicateAt != nil && d.LastDuplicateAt != nil {
-				row.FirstAt, row.LastAt = *d.FirstDuplicateAt, *d.LastDuplicateAt
+			row := monviews.DupRow{ID: d.ID, SenderID: d.DeliveryID, ReceivedAt: d.ReceivedAt, Count: d.DupCount}
+			if d.DupFirstAt != nil && d.DupLastAt != nil {
+				row.FirstAt, row.LastAt = *d.DupFirstAt, *d.DupLastAt
 			}
 			if d.LeadID != nil {
 				row.LeadID = *d.LeadID
@@ -318,17 +317,12 @@ const (
 // form starts from the saved rules, so a rule this form does not know
 // (added later) keeps its setting.
 func (s *Server) uiSaveRules(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	src, ok := s.postedSource(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	cur, err := s.Monitor.Rules(ctx, sess.Tenant.ID, src.ID)
 	if err != nil {
 		s.uiError(w, r, err)

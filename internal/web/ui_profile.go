@@ -20,6 +20,10 @@ func (s *Server) renderProfile(w http.ResponseWriter, r *http.Request, status in
 		tz = sess.User.TimeZone
 	}
 	v := settings.ProfileView{Name: sess.User.Name, Email: sess.User.Email, TimeZone: tz, Error: problem, Now: time.Now()}
+	// The session's user may be older than the last change: read it.
+	if u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, sess.User.ID); err == nil && u.Away(v.Now) {
+		v.AwayUntil = u.AwayUntil
+	}
 	v.Page = s.page(w, r, "My settings", "me")
 	s.render(w, r, status, settings.Profile(v))
 }
@@ -46,5 +50,42 @@ func (s *Server) uiSaveProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setFlash(w, r, "Time zone set to "+tz+".")
+	seeOther(w, r, "/settings/me")
+}
+
+// uiSaveAway is POST /settings/me/away: "away until" a time typed in the
+// person's own zone (round robin skips them meanwhile), or back
+// (back=1 or an empty field).
+func (s *Server) uiSaveAway(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	var until *time.Time
+	typed := strings.TrimSpace(r.PostFormValue("away_until"))
+	if r.PostFormValue("back") == "" && typed != "" {
+		t, err := time.ParseInLocation("2006-01-02T15:04", typed, sess.User.Location())
+		if err != nil {
+			s.renderProfile(w, r, http.StatusUnprocessableEntity, "", "")
+			return
+		}
+		until = &t
+	}
+	now := time.Now()
+	if _, err := s.Tenants.SetAway(r.Context(), sess.Tenant.ID, sess.User.ID, until, now); err != nil {
+		if apperr.Is(err, apperr.Invalid) {
+			s.setFlashError(w, r, "Away until: pick a time within a year.")
+			seeOther(w, r, "/settings/me")
+			return
+		}
+		s.uiError(w, r, err)
+		return
+	}
+	if until != nil && until.After(now) {
+		s.setFlash(w, r, "You are away until "+until.In(sess.User.Location()).Format("Mon 2 Jan 15:04")+": round robin gives you no new leads until then.")
+	} else {
+		s.setFlash(w, r, "You are back: round robin gives you new leads again.")
+	}
 	seeOther(w, r, "/settings/me")
 }

@@ -66,17 +66,12 @@ func skewText(sec int64) string {
 // sender's request takes) and shows its answer. The sample becomes a lead
 // like any delivery; its email is on the reserved example.com domain.
 func (s *Server) uiTestDelivery(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	src, ok := s.postedSource(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	src, err := s.Sources.Get(ctx, sess.Tenant.ID, chi.URLParam(r, "id"))
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	secrets, err := s.Sources.Secrets(ctx, sess.Tenant.ID, src.ID)
 	if err != nil {
 		s.uiError(w, r, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"leadpipe/internal/leads"
 	"leadpipe/views/components"
 	monviews "leadpipe/views/monitor"
 )
@@ -16,18 +17,24 @@ import (
 // reportMaxDays bounds a report's period.
 const reportMaxDays = 400
 
-// uiReportSources is GET /reports/sources?from=&to=&sort=&format=csv: per
-// source, over days in the reader's zone (both inclusive; default the
-// last 30), leads, duplicate rate, median first response, share
-// qualified and share won. The leads' figures come from
-// leads.Service.SourceReport, the deliveries' from monitor.Service.Totals.
+// uiReportSources is GET /reports/sources?by=&from=&to=&sort=&format=csv:
+// per source (or, by=campaign, per first-touch campaign and source), over
+// days in the reader's zone (both inclusive; default the last 30), leads,
+// duplicate rate (per source only: deliveries are counted per source),
+// median first response, share qualified and share won. The leads'
+// figures come from leads.Service.SourceReport, the deliveries' from
+// monitor.Service.Totals.
 func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	loc := components.Zone(readerZone(ctx))
 	q := r.URL.Query()
 	today := time.Now().In(loc)
-	v := monviews.ReportView{Sort: q.Get("sort"), Errors: map[string]string{}}
+	by := leads.BySource
+	if q.Get("by") == string(leads.ByCampaign) {
+		by = leads.ByCampaign
+	}
+	v := monviews.ReportView{By: string(by), Sort: q.Get("sort"), Errors: map[string]string{}}
 	from, err1 := reportDay(q.Get("from"), today.AddDate(0, 0, -29), loc)
 	last, err2 := reportDay(q.Get("to"), today, loc)
 	if err1 != nil || err2 != nil || last.Before(from) || last.Sub(from) > reportMaxDays*24*time.Hour {
@@ -36,7 +43,7 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 	}
 	to := last.AddDate(0, 0, 1)
 	v.From, v.To = from.Format("2006-01-02"), last.Format("2006-01-02")
-	figs, err := s.Leads.SourceReport(ctx, sess.Tenant.ID, from, to)
+	figs, err := s.Leads.SourceReport(ctx, sess.Tenant.ID, by, from, to)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -56,26 +63,28 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	daily, err := s.Leads.DailyLeads(ctx, sess.Tenant.ID, from, to, loc)
+	daily, err := s.Leads.DailyLeads(ctx, sess.Tenant.ID, by, from, to, loc)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
 	}
 	for _, f := range figs {
-		row := monviews.ReportRow{SourceID: f.SourceID, Name: names[f.SourceID], Leads: f.Leads, Qualified: f.Qualified, Won: f.Won,
-			Responded: f.Responded, MedianResponse: f.MedianResponse,
-			Deliveries: tot[f.SourceID].Deliveries, Duplicates: tot[f.SourceID].Duplicates}
+		row := monviews.ReportRow{SourceID: f.SourceID, Name: names[f.SourceID], Campaign: f.Campaign, Leads: f.Leads, Qualified: f.Qualified, Won: f.Won,
+			Responded: f.Responded, MedianResponse: f.MedianResponse}
+		if by == leads.BySource {
+			row.Deliveries, row.Duplicates = tot[f.SourceID].Deliveries, tot[f.SourceID].Duplicates
+		}
 		if row.Name == "" {
 			row.Name = "A deleted source"
 		}
-		for _, n := range daily[f.SourceID] {
+		for _, n := range daily[f.ReportKey] {
 			row.Daily = append(row.Daily, float64(n))
 		}
 		v.DailyTop = max(v.DailyTop, components.SparkTop(row.Daily))
 		v.Rows = append(v.Rows, row)
 	}
 	sortReport(v.Rows, v.Sort)
-	cq := url.Values{"from": {v.From}, "to": {v.To}, "sort": {v.Sort}, "format": {"csv"}}
+	cq := url.Values{"by": {v.By}, "from": {v.From}, "to": {v.To}, "sort": {v.Sort}, "format": {"csv"}}
 	v.CSVHref = "/reports/sources?" + cq.Encode()
 	if q.Get("format") == "csv" {
 		writeReportCSV(w, v)
@@ -99,7 +108,8 @@ func reportDay(s string, def time.Time, loc *time.Location) (time.Time, error) {
 	return time.ParseInLocation("2006-01-02", s, loc)
 }
 
-// sortReport orders rows by a column, largest first (the source by name).
+// sortReport orders rows by a column, largest first (the source and the
+// campaign by name).
 func sortReport(rows []monviews.ReportRow, by string) {
 	share := func(n, of int64) float64 {
 		if of == 0 {
@@ -123,36 +133,53 @@ func sortReport(rows []monviews.ReportRow, by string) {
 		}
 		return float64(r.Leads)
 	}
+	name := func(r monviews.ReportRow) string { return strings.ToLower(r.Campaign + "\x00" + r.Name) }
 	sort.SliceStable(rows, func(i, j int) bool {
-		if by == "source" {
-			return strings.ToLower(rows[i].Name) < strings.ToLower(rows[j].Name)
+		if by == "source" || by == "campaign" {
+			// A campaign's rows together, "No campaign" ("") first.
+			return name(rows[i]) < name(rows[j])
 		}
 		if a, b := key(rows[i]), key(rows[j]); a != b {
 			return a > b
 		}
-		return rows[i].Name < rows[j].Name
+		return name(rows[i]) < name(rows[j])
 	})
 }
 
+// writeReportCSV writes the rows. Grouped by campaign, the rows start
+// with the campaign and have no deliveries (they are counted per source).
 func writeReportCSV(w http.ResponseWriter, v monviews.ReportView) {
+	byCampaign := v.By == string(leads.ByCampaign)
+	name := "sources"
+	if byCampaign {
+		name = "campaigns"
+	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="sources-`+v.From+`-`+v.To+`.csv"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`-`+v.From+`-`+v.To+`.csv"`)
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"source_id", "source", "leads", "deliveries", "duplicates", "duplicate_rate", "responded", "median_first_response_seconds", "qualified", "qualified_share", "won", "won_share"})
+	head := []string{"source_id", "source", "leads", "deliveries", "duplicates", "duplicate_rate", "responded", "median_first_response_seconds", "qualified", "qualified_share", "won", "won_share"}
+	if byCampaign {
+		head = []string{"campaign", "source_id", "source", "leads", "responded", "median_first_response_seconds", "qualified", "qualified_share", "won", "won_share"}
+	}
+	_ = cw.Write(head)
 	ratio := func(n, of int64) string {
 		if of == 0 {
 			return ""
 		}
 		return strconv.FormatFloat(float64(n)/float64(of), 'f', 4, 64)
 	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	for _, r := range v.Rows {
 		med := ""
 		if r.Responded > 0 {
-			med = strconv.FormatInt(int64(r.MedianResponse/time.Second), 10)
+			med = itoa(int64(r.MedianResponse / time.Second))
 		}
-		_ = cw.Write([]string{r.SourceID, csvSafe(r.Name), strconv.FormatInt(r.Leads, 10), strconv.FormatInt(r.Deliveries, 10),
-			strconv.FormatInt(r.Duplicates, 10), ratio(r.Duplicates, r.Deliveries), strconv.FormatInt(r.Responded, 10), med,
-			strconv.FormatInt(r.Qualified, 10), ratio(r.Qualified, r.Leads), strconv.FormatInt(r.Won, 10), ratio(r.Won, r.Leads)})
+		rec := []string{r.SourceID, csvSafe(r.Name), itoa(r.Leads), itoa(r.Deliveries), itoa(r.Duplicates), ratio(r.Duplicates, r.Deliveries)}
+		if byCampaign {
+			rec = []string{csvSafe(r.Campaign), r.SourceID, csvSafe(r.Name), itoa(r.Leads)}
+		}
+		rec = append(rec, itoa(r.Responded), med, itoa(r.Qualified), ratio(r.Qualified, r.Leads), itoa(r.Won), ratio(r.Won, r.Leads))
+		_ = cw.Write(rec)
 	}
 	cw.Flush()
 }

@@ -11,14 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"leadpipe/internal/leads"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
 )
 
 // The "Sources and campaigns" report's figures equal a brute-force count
-// over the same leads: two tenants, two sources each, leads created inside
-// and outside a period of days in the admin's zone (New York), random
-// statuses and response times. The other tenant's leads never count.
+// over the same leads, grouped by source and by campaign: two tenants,
+// two sources each, leads created inside and outside a period of days in
+// the admin's zone (New York, across the November daylight-saving
+// change), random statuses, response times and attribution (a first-touch
+// campaign, by utm_campaign or an ad's campaign name, or none; a last
+// touch elsewhere, which never counts). The other tenant's leads never
+// count.
 func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 	e := uiEnv(t, "ui_report")
 	ctx := context.Background()
@@ -28,10 +33,7 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := func(tenantID, slug string) string {
-		s, _, err := e.App.Sources.Create(ctx, tenantID, sources.CreateInput{Slug: slug, Name: strings.ToUpper(slug), Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := e.Source(tenantID, sources.CreateInput{Slug: slug, Name: strings.ToUpper(slug), Kind: "standard"})
 		return s.ID
 	}
 	srcs := map[string][]string{a.ID: {mk(a.ID, "web"), mk(a.ID, "meta")}, b.ID: {mk(b.ID, "web"), mk(b.ID, "meta")}}
@@ -39,26 +41,39 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 	to := time.Date(2026, 11, 15, 0, 0, 0, 0, ny) // days Nov 1 … Nov 14 inclusive
 	statuses := []string{"new", "contacted", "qualified", "unqualified", "won", "lost"}
 	rng := rand.New(rand.NewPCG(1, 2))
+	// First touches: the campaign is utm_campaign, else campaign_name;
+	// "Spring" and "spring" are two campaigns.
+	touches := []struct{ attr, campaign string }{
+		{`{"first":{"utm_source":"news","utm_campaign":"spring","at":"2026-10-01T00:00:00Z"},"last":{"utm_campaign":"winter"}}`, "spring"},
+		{`{"first":{"utm_campaign":"Spring"}}`, "Spring"},
+		{`{"first":{"campaign_name":"Lead ad 7","campaign_id":"120200"},"last":{"campaign_name":"Retarget"}}`, "Lead ad 7"},
+		{`{"first":{"campaign_id":"120201"}}`, "120201"},
+		{`{"first":{"utm_source":"google"},"last":{"utm_campaign":"spring"}}`, ""},
+		{``, ""},
+	}
 	type lead struct {
-		tenant, source, status string
-		created                time.Time
-		response               *time.Duration
+		id, tenant, source, status, campaign string
+		created                              time.Time
+		response                             *time.Duration
 	}
 	var all []lead
 	for _, ten := range []string{a.ID, b.ID} {
 		for i := range 300 {
 			src := srcs[ten][i%2]
 			id := seedLead(t, e, ten, src, fmt.Sprintf("r%d", i), fmt.Sprintf("Lead %d", i), fmt.Sprintf("l%d@example.com", i))
-			l := lead{tenant: ten, source: src, status: statuses[rng.IntN(len(statuses))],
+			l := lead{id: id, tenant: ten, source: src, status: statuses[rng.IntN(len(statuses))],
 				created: from.Add(time.Duration(rng.IntN(20*24*60)-3*24*60) * time.Minute).UTC().Truncate(time.Second)}
-			var assigned, responded any
+			var assigned, responded, attr any
 			if rng.IntN(3) > 0 {
 				d := time.Duration(rng.IntN(6*3600)) * time.Second
 				l.response = &d
 				assigned, responded = l.created.Add(time.Minute), l.created.Add(time.Minute+d)
 			}
-			if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET status = ?, created_at = ?, assigned_at = ?, first_responded_at = ? WHERE tenant_id = ? AND id = ?`,
-				l.status, l.created, assigned, responded, ten, id); err != nil {
+			if tc := touches[rng.IntN(len(touches))]; tc.attr != "" {
+				attr, l.campaign = tc.attr, tc.campaign
+			}
+			if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET status = ?, created_at = ?, assigned_at = ?, first_responded_at = ?, attribution = ? WHERE tenant_id = ? AND id = ?`,
+				l.status, l.created, assigned, responded, attr, ten, id); err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, l)
@@ -129,7 +144,7 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 		}
 	}
 	// Leads per day (the report's chart), days in New York.
-	daily, err := e.App.Web.Leads.DailyLeads(ctx, a.ID, from, to, ny)
+	daily, err := e.App.Web.Leads.DailyLeads(ctx, a.ID, leads.BySource, from, to, ny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +160,8 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 		wantDaily[l.source][c.Day()-1]++ // November 1 … 14
 	}
 	for src, w := range wantDaily {
-		if fmt.Sprint(daily[src]) != fmt.Sprint(w) {
-			t.Errorf("%s per day %v, brute force %v", src, daily[src], w)
+		if fmt.Sprint(daily[leads.ReportKey{SourceID: src}]) != fmt.Sprint(w) {
+			t.Errorf("%s per day %v, brute force %v", src, daily[leads.ReportKey{SourceID: src}], w)
 		}
 	}
 	if len(daily) != len(wantDaily) {
@@ -156,6 +171,105 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 	page := br.get("/reports/sources?from=2026-11-01&to=2026-11-14&sort=won")
 	if page.status != 200 || page.testid("report-row").Length() != len(brute) {
 		t.Fatalf("report page: %d, %d rows", page.status, page.testid("report-row").Length())
+	}
+
+	// Per campaign and source: the CSV, the days and the page.
+	type key = leads.ReportKey
+	var bruteC map[key]*want
+	checkCampaigns := func() {
+		t.Helper()
+		bruteC = map[key]*want{}
+		wantDailyC := map[key][]int64{}
+		for _, l := range all {
+			if l.tenant != a.ID || l.created.Before(from) || !l.created.Before(to) {
+				continue
+			}
+			k := key{SourceID: l.source, Campaign: l.campaign}
+			w := bruteC[k]
+			if w == nil {
+				w = &want{}
+				bruteC[k] = w
+				wantDailyC[k] = make([]int64, 14)
+			}
+			w.leads++
+			if l.status == "qualified" || l.status == "won" {
+				w.qualified++
+			}
+			if l.status == "won" {
+				w.won++
+			}
+			if l.response != nil {
+				w.responses = append(w.responses, l.response.Seconds())
+			}
+			wantDailyC[k][l.created.In(ny).Day()-1]++
+		}
+		if len(bruteC) < 8 {
+			t.Fatalf("only %d campaign rows in the brute force: the test's data is too thin", len(bruteC))
+		}
+		p = br.get("/reports/sources?by=campaign&from=2026-11-01&to=2026-11-14&format=csv")
+		if p.status != 200 || !strings.Contains(p.header.Get("Content-Disposition"), "campaigns-2026-11-01-2026-11-14.csv") {
+			t.Fatalf("campaign csv: %d %s", p.status, p.header.Get("Content-Disposition"))
+		}
+		recs, err := csv.NewReader(strings.NewReader(p.body)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(recs[0], ","); got != "campaign,source_id,source,leads,responded,median_first_response_seconds,qualified,qualified_share,won,won_share" {
+			t.Fatalf("campaign csv header %s", got)
+		}
+		if len(recs) != 1+len(bruteC) {
+			t.Fatalf("%d campaign rows, want %d: %v", len(recs)-1, len(bruteC), recs)
+		}
+		for _, r := range recs[1:] {
+			w := bruteC[key{SourceID: r[1], Campaign: r[0]}]
+			if w == nil {
+				t.Fatalf("a row for %q on %s, which has no leads of the tenant in the period", r[0], r[1])
+			}
+			if n(r[3]) != w.leads || n(r[6]) != w.qualified || n(r[8]) != w.won || n(r[4]) != int64(len(w.responses)) {
+				t.Errorf("%q on %s: leads %s qualified %s won %s responded %s; brute force %d %d %d %d", r[0], r[2], r[3], r[6], r[8], r[4], w.leads, w.qualified, w.won, len(w.responses))
+			}
+			if med := median64(w.responses); absf(float64(n(r[5]))-med) > 1 {
+				t.Errorf("%q on %s: median first response %ss, brute force %.1fs", r[0], r[2], r[5], med)
+			}
+		}
+		dailyC, err := e.App.Web.Leads.DailyLeads(ctx, a.ID, leads.ByCampaign, from, to, ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dailyC) != len(wantDailyC) {
+			t.Errorf("daily for %d campaign rows, want %d", len(dailyC), len(wantDailyC))
+		}
+		for k, w := range wantDailyC {
+			if fmt.Sprint(dailyC[k]) != fmt.Sprint(w) {
+				t.Errorf("%+v per day %v, brute force %v", k, dailyC[k], w)
+			}
+		}
+	}
+	checkCampaigns()
+	// Two campaigns of one source whose CRC32s collide ("plumless" and
+	// "buckeroo"): the medians are taken per campaign all the same.
+	k := 0
+	for i, l := range all {
+		if l.tenant != a.ID || l.source != srcs[a.ID][0] || l.created.Before(from) || !l.created.Before(to) {
+			continue
+		}
+		all[i].campaign = []string{"plumless", "buckeroo"}[k%2]
+		k++
+		if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET attribution = ? WHERE tenant_id = ? AND id = ?`,
+			`{"first":{"utm_campaign":"`+all[i].campaign+`"}}`, a.ID, l.id); err != nil {
+			t.Fatal(err)
+		}
+		if k == 40 {
+			break
+		}
+	}
+	checkCampaigns()
+	page = br.get("/reports/sources?by=campaign&from=2026-11-01&to=2026-11-14&sort=campaign")
+	if page.status != 200 || page.testid("report-row").Length() != len(bruteC) {
+		t.Fatalf("campaign page: %d, %d rows", page.status, page.testid("report-row").Length())
+	}
+	if !strings.Contains(page.body, "No campaign") || !strings.Contains(page.body, "Lead ad 7") {
+		t.Error("the campaign page does not name the campaigns")
 	}
 }
 

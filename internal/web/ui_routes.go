@@ -13,6 +13,7 @@ import (
 // uiState is the web UI's per-router state.
 type uiState struct {
 	logins  *LoginThrottle // failed logins per account, trusted device and address
+	resets  *LoginThrottle // "Forgot password?" requests per account and address
 	devices loginSigner    // trusted-device cookies (the throttle exempts them) and chooser tickets
 	csrf    *http.CrossOriginProtection
 }
@@ -20,6 +21,7 @@ type uiState struct {
 func (s *Server) newUIState() *uiState {
 	u := &uiState{
 		logins:  NewLoginThrottle(),
+		resets:  NewResetThrottle(),
 		devices: loginSigner{key: atrest.Derive(s.Cfg.SecretKey, "leadpipe/device-cookie/v1")},
 		csrf:    http.NewCrossOriginProtection(),
 	}
@@ -44,6 +46,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 		r.Post("/login", s.loginSubmit)
 		r.Post("/login/tenant", s.loginChooseTenant)
 		r.Post("/logout", s.logout)
+		s.linkUIRoutes(r)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.RequireSession)
@@ -84,6 +87,8 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/users/{id}/role", s.uiUserRole)
 				r.Post("/settings/users/{id}/disabled", s.uiUserDisabled)
 				r.Post("/settings/users/{id}/remove", s.uiRemoveUser)
+				r.Post("/settings/users/{id}/invite", s.uiReinvite)
+				r.Post("/settings/users/{id}/away", s.uiUserAway)
 				r.Get("/settings/tokens", s.uiTokens)
 				r.Post("/settings/tokens", s.uiCreateToken)
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)

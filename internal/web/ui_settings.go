@@ -22,10 +22,16 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 	if err != nil {
 		return settings.UsersView{}, err
 	}
+	invited, err := s.Tenants.Invitations(r.Context(), sess.Tenant.ID)
+	if err != nil {
+		return settings.UsersView{}, err
+	}
 	v := settings.UsersView{Page: s.page(w, r, "Users", "users"), Form: form, Now: time.Now()}
 	for _, u := range us {
+		until, inv := invited[u.ID]
 		v.Users = append(v.Users, settings.User{ID: u.ID, Name: u.Name, Email: u.Email, Role: u.Role,
-			Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt, IsYou: u.ID == sess.User.ID})
+			Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt, IsYou: u.ID == sess.User.ID,
+			Invited: inv, InviteUntil: until, AwayUntil: u.AwayUntil})
 	}
 	if v.Form.Key == "" {
 		v.Form.Key = newFormKey()
@@ -48,8 +54,11 @@ func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := sessionFrom(r.Context())
+	// The page invites: the person chooses their own password from the
+	// link in the e-mail (an admin sets one only through the API).
+	by := sess.User.ID
 	in := tenants.CreateUserInput{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),
-		Password: r.PostFormValue("password"), Role: r.PostFormValue("role")}
+		Role: r.PostFormValue("role"), InvitedBy: &by}
 	form := settings.UserForm{Name: in.Name, Email: in.Email, Role: in.Role, Key: r.PostFormValue("key")}
 	loc, err := s.uiOnce(r.Context(), sess.Tenant.ID, form.Key, "users", func(k *idempotency.Key) (string, error) {
 		u, err := s.Tenants.CreateUserOnce(r.Context(), sess.Tenant.ID, in, idempotency.Once[tenants.User]{Key: k,
@@ -62,6 +71,9 @@ func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 		switch apperr.CodeOf(err) {
 		case apperr.Invalid:
 			form.Errors = fieldErrors(err)
+			if form.Errors["password"] != "" {
+				form.Problem = "Invitations need LEADPIPE_SECRET_KEY and the e-mail outbox; add the user through the API with a password instead."
+			}
 		case apperr.Conflict:
 			form.Errors = map[string]string{"email": "Someone already signs in with this email."}
 		default:
@@ -76,8 +88,81 @@ func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, settings.Users(v))
 		return
 	}
-	s.setFlash(w, r, "Added "+strings.TrimSpace(in.Name)+". Share the password with them privately.")
+	s.setFlash(w, r, s.invitedText(strings.TrimSpace(in.Name)))
 	seeOther(w, r, loc)
+}
+
+// invitedText confirms an invitation, saying where the message went.
+func (s *Server) invitedText(name string) string {
+	msg := "Invited " + name + ": they get an e-mail with a link to choose their password (it works once, for 72 hours)."
+	if s.Notify != nil && !s.Notify.Sending() {
+		msg += " No SMTP server is set up: the message is in E-mail preview (Settings → E-mail)."
+	}
+	return msg
+}
+
+// uiReinvite is POST /settings/users/{id}/invite: a new invitation for
+// someone who has not chosen a password yet (the older link stops working).
+func (s *Server) uiReinvite(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if !ids.Valid(id) {
+		s.uiNotFound(w, r)
+		return
+	}
+	by := sess.User.ID
+	if _, err := s.Tenants.Invite(r.Context(), sess.Tenant.ID, id, &by); s.userChangeFailed(w, r, err) {
+		return
+	}
+	u, err := s.Tenants.User(r.Context(), sess.Tenant.ID, id)
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.setFlash(w, r, s.invitedText(u.Name))
+	seeOther(w, r, "/settings/users")
+}
+
+// uiUserAway is POST /settings/users/{id}/away: an admin sets a member
+// away until a time typed in the admin's zone (round robin skips them),
+// or back (back=1 or an empty field).
+func (s *Server) uiUserAway(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	if !ids.Valid(id) {
+		s.uiNotFound(w, r)
+		return
+	}
+	var until *time.Time
+	if typed := strings.TrimSpace(r.PostFormValue("away_until")); r.PostFormValue("back") == "" && typed != "" {
+		t, err := time.ParseInLocation("2006-01-02T15:04", typed, sess.User.Location())
+		if err != nil {
+			s.setFlashError(w, r, "Away until: pick a date and time.")
+			seeOther(w, r, "/settings/users")
+			return
+		}
+		until = &t
+	}
+	now := time.Now()
+	u, err := s.Tenants.SetAway(r.Context(), sess.Tenant.ID, id, until, now)
+	if apperr.Is(err, apperr.Invalid) {
+		s.setFlashError(w, r, "Away until: pick a time within a year.")
+		seeOther(w, r, "/settings/users")
+		return
+	}
+	if s.userChangeFailed(w, r, err) {
+		return
+	}
+	if u.Away(now) {
+		s.setFlash(w, r, u.Name+" is away until "+u.AwayUntil.In(sess.User.Location()).Format("Mon 2 Jan 15:04")+": round robin gives them no new leads until then.")
+	} else {
+		s.setFlash(w, r, u.Name+" is back: round robin gives them new leads again.")
+	}
+	seeOther(w, r, "/settings/users#user-"+u.ID)
 }
 
 func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {

@@ -231,12 +231,12 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 	}
 	for _, d := range ds {
 		row := srcviews.Delivery{ID: d.ID, DeliveryID: d.DeliveryID, Origin: d.Origin, ReceivedAt: d.ReceivedAt,
-			Duplicates: d.Duplicates, Processed: d.ProcessedAt != nil && d.LastError == nil, Size: d.Size}
-		if d.FirstDuplicateAt != nil {
-			row.FirstDuplicateAt = *d.FirstDuplicateAt
+			Duplicates: d.DupCount, Processed: d.ProcessedAt != nil && d.LastError == nil, Size: d.PayloadBytes}
+		if d.DupFirstAt != nil {
+			row.FirstDuplicateAt = *d.DupFirstAt
 		}
-		if d.LastDuplicateAt != nil {
-			row.LastDuplicateAt = *d.LastDuplicateAt
+		if d.DupLastAt != nil {
+			row.LastDuplicateAt = *d.DupLastAt
 		}
 		if d.LeadID != nil {
 			row.LeadID = *d.LeadID
@@ -417,16 +417,11 @@ func pullFormOf(src sources.Source) srcviews.PullForm {
 // stored one; a refused save re-renders the page (422) with each message
 // beside its field and never puts the typed token back into the page.
 func (s *Server) uiReconcileSettings(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	src, ok := s.postedSource(w, r)
+	if !ok {
 		return
 	}
 	sess := sessionFrom(r.Context())
-	src, err := s.Sources.Get(r.Context(), sess.Tenant.ID, chi.URLParam(r, "id"))
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	if !sources.ReconcileKinds[src.Kind] {
 		s.uiError(w, r, apperr.New(apperr.NotFound, "this source has no pull settings"))
 		return
@@ -464,7 +459,7 @@ func (s *Server) uiReconcileSettings(w http.ResponseWriter, r *http.Request) {
 	in.IntervalSeconds = minutes("interval_minutes", f.IntervalMinutes)
 	in.LookbackSeconds = minutes("lookback_minutes", f.LookbackMinutes)
 	if len(f.Errors) == 0 {
-		_, err = s.Sources.Patch(r.Context(), sess.Tenant.ID, src.ID, sources.PatchInput{Reconcile: &in})
+		_, err := s.Sources.Patch(r.Context(), sess.Tenant.ID, src.ID, sources.PatchInput{Reconcile: &in})
 		if apperr.Is(err, apperr.Invalid) {
 			addPullErrors(&f, fieldErrors(err))
 		} else if err != nil {

@@ -237,10 +237,7 @@ func TestUIRolesAndTenants(t *testing.T) {
 	if _, err := e.App.Tenants.CreateUser(ctx, a.ID, tenants.CreateUserInput{Email: "staff@acme.test", Name: "Sam Staff", Password: "staff-password-1", Role: "staff"}); err != nil {
 		t.Fatal(err)
 	}
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	leadID := seedLead(t, e, a.ID, src.ID, "r1", "Dana Lead", "dana@example.com")
 
 	staff := newBrowser(t, e)
@@ -298,11 +295,7 @@ const xss = `<script>alert(1)</script>`
 func TestUIEscapesLeadFields(t *testing.T) {
 	e := uiEnv(t, "ui_xss")
 	a := e.Tenant("acme")
-	ctx := context.Background()
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: xss + " source", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: xss + " source", Kind: "standard"})
 	leadID := seedLead(t, e, a.ID, src.ID, "r1", xss, "x@example.com")
 	b := newBrowser(t, e)
 	b.login(a.Admin.Email, a.AdminPassword)
@@ -349,10 +342,7 @@ func TestUIFormsCreateOnce(t *testing.T) {
 	e := uiEnv(t, "ui_once")
 	a := e.Tenant("acme")
 	ctx := context.Background()
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	leadID := seedLead(t, e, a.ID, src.ID, "r1", "Dana Lead", "dana@example.com")
 	b := newBrowser(t, e)
 	b.login(a.Admin.Email, a.AdminPassword)
@@ -417,6 +407,11 @@ func TestUIFormsCreateOnce(t *testing.T) {
 	if p := b.get("/settings/users"); p.doc.Find(`[data-email="sam@acme.test"]`).Length() != 1 {
 		t.Fatal("user not listed once")
 	}
+	// ... and one invitation, written with the user.
+	if err := e.App.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM notifications n JOIN users u ON u.tenant_id = n.tenant_id AND u.id = n.user_id
+		WHERE n.tenant_id = ? AND u.email = 'sam@acme.test' AND n.kind = 'invitation'`, a.ID); err != nil || n != 1 {
+		t.Fatalf("invitations after a double submit: %d %v", n, err)
+	}
 
 	// Tokens: the secret shows once; the repeat says it was shown.
 	tk := b.get("/settings/tokens").input(`[data-testid="token-form"]`, "key")
@@ -476,11 +471,7 @@ func newKey(b *browser) string {
 func TestUIControlsAreLabelled(t *testing.T) {
 	e := uiEnv(t, "ui_labels")
 	a := e.Tenant("acme")
-	ctx := context.Background()
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	leadID := seedLead(t, e, a.ID, src.ID, "r1", "Dana Lead", "dana@example.com")
 	b := newBrowser(t, e)
 	for _, path := range []string{"/login"} {
@@ -527,10 +518,7 @@ func TestUIReconcileNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	b := newBrowser(t, e)
 	b.login(a.Admin.Email, a.AdminPassword)
 	if p := b.get("/sources/" + plain.ID); p.testid("reconcile").Length() != 0 {
@@ -554,10 +542,7 @@ func TestUIInboxPagingAndFilters(t *testing.T) {
 	e := uiEnv(t, "ui_inbox")
 	a := e.Tenant("acme")
 	ctx := context.Background()
-	src, _, err := e.App.Sources.Create(ctx, a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(a.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	if _, err := leads.Seed(ctx, e.App.DB, a.ID, leads.SeedOptions{N: 120, SourceID: src.ID, RandSeed: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 	// So does a reconcile record of the lead (the Apply path).
 	err = sqlxTx(ctx, e, func(tx *sqlx.Tx) error {
 		raw := kinds.SampleBody(s.Kind, "rec-1", "ref-7", kinds.Lead{Email: "p7-rec@example.com", Name: "P"}, time.Now().Add(time.Second))
-		_, err := webhooks.Apply(ctx, tx, ten.ID, s.Source, raw, time.Now())
+		_, err := webhooks.Apply(ctx, tx, nil, ten.ID, s.Source, raw, time.Now())
 		return err
 	})
 	if err != nil {
@@ -201,7 +201,7 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 	// A new lead through reconcile is assigned too.
 	err = sqlxTx(ctx, e, func(tx *sqlx.Tx) error {
 		raw := kinds.SampleBody(s.Kind, "rec-2", "ref-rec-new", kinds.Lead{Email: "rec@example.com", Name: "R"}, time.Now())
-		res, err := webhooks.Apply(ctx, tx, ten.ID, s.Source, raw, time.Now())
+		res, err := webhooks.Apply(ctx, tx, nil, ten.ID, s.Source, raw, time.Now())
 		if err == nil && (!res.New || res.OwnerID == "") {
 			err = fmt.Errorf("reconciled lead not assigned: %+v", res)
 		}
@@ -215,20 +215,18 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 // countingObserver counts the leads a worker's batches created, then
 // passes the batch on.
 type countingObserver struct {
-	next    webhooks.BatchObserver
+	next    webhooks.LeadWriter
 	created *atomic.Int64
 }
 
-func (o countingObserver) SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error {
+func (o countingObserver) WriteSenders(ctx context.Context, x db.Ext, tenantID string, b leads.SenderBatch) ([]leads.UpsertOutcome, error) {
+	outcomes, err := o.next.WriteSenders(ctx, x, tenantID, b)
 	for _, out := range outcomes {
 		if out.Kind == leads.OutcomeCreated {
 			o.created.Add(1)
 		}
 	}
-	if o.next == nil {
-		return nil
-	}
-	return o.next.SenderChanged(ctx, x, tenantID, outcomes)
+	return outcomes, err
 }
 
 func sqlxTx(ctx context.Context, e *apptest.Env, f func(*sqlx.Tx) error) error {

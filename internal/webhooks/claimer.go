@@ -46,8 +46,9 @@ type Claimer struct {
 	// is claimed in the database).
 	Memory int64
 	// FlushEvery is how often the fast path's duplicate counts are
-	// written (default 500 ms: the count reaches its original within a
-	// second, times_seen half a second later).
+	// written (default DuplicateHold, 5 s, sooner when the tally is full:
+	// the count reaches its original within it, times_seen half a second
+	// later).
 	FlushEvery time.Duration
 	Log        *slog.Logger
 
@@ -122,7 +123,7 @@ func (c *Claimer) start() {
 			c.Memory = DefaultDuplicateMemory
 		}
 		if c.FlushEvery <= 0 {
-			c.FlushEvery = 500 * time.Millisecond
+			c.FlushEvery = DuplicateHold
 		}
 		c.known.init(max(c.Memory, 0) / 8 * 7)
 		c.tally.init(max(c.Memory, 0) / 8)

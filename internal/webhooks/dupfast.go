@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"leadpipe/internal/batch"
 	"leadpipe/internal/clock"
 	"leadpipe/internal/db"
 )
@@ -19,19 +20,29 @@ import (
 // duplicate of a delivery id whose claim this process saw COMMIT is
 // answered at once, with no database round trip: the answer ("we have it,
 // as <original>") was already true. Its arrival is tallied in memory per
-// original and written by one statement per flush (every FlushEvery, and
-// at shutdown), which raises the original's dup_count, dup_first_at and
-// dup_last_at as the claim would have, then hints Sightings of the
-// originals already processed into a lead, which brings the lead's
-// times_seen along. A crash loses at most the tally of one
-// flush: while a flush fails nothing more is tallied (duplicates take the
-// claim again), and no delivery or original is ever only in memory.
+// original and written by one statement per flush (every FlushEvery,
+// DuplicateHold by default; at once when the tally reaches its memory
+// bound; and at shutdown), which raises the original's dup_count,
+// dup_first_at and dup_last_at as the claim would have, then hints
+// Sightings of the originals already processed into a lead, which brings
+// the lead's times_seen along. Holding the counts lets one row write carry
+// every repeat of an original in the window (a retry storm repeats the
+// same ids), which is most of what a duplicate cost MariaDB. A crash
+// (kill -9) loses at most the tally of one window, the counts of
+// deliveries already stored (internal/faults asserts it): while a flush
+// fails nothing more is tallied (duplicates take the claim again), and no
+// delivery or original is ever only in memory.
 //
 // Memory is bounded in bytes (Claimer.Memory, LEADPIPE_DUPLICATE_MEMORY):
 // seven eighths for the committed delivery ids, an eighth for the tally.
 // A duplicate this process does not know (another server process claimed
 // it, or it was forgotten) takes the claim, which finds the original in
 // the database and is as right, only slower.
+
+// DuplicateHold is how long a duplicate answered from memory may hold its
+// count before it is written (docs/ARCHITECTURE.md via issue #46: up to 5 s, or
+// until the memory bound, whichever comes first).
+const DuplicateHold = 5 * time.Second
 
 // DefaultDuplicateMemory is the fast path's memory bound when none is set.
 const DefaultDuplicateMemory = 32 << 20
@@ -53,7 +64,32 @@ func (c *Claimer) Answer(tenantID, sourceID, deliveryID string, at time.Time) (s
 	if !ok {
 		return "", false
 	}
-	return orig, c.tally.add(tenantID, sourceID, deliveryID, orig, at)
+	switch c.tally.add(tenantID, sourceID, deliveryID, orig, at) {
+	case tallyOK:
+		return orig, true
+	case tallyFull: // the memory bound: write the window now, not at the tick
+		c.flushEarly()
+	}
+	return orig, false
+}
+
+// flushEarly writes the tally on a goroutine of its own when it reached
+// its memory bound before the tick: one such flush at a time, and
+// Shutdown waits for it.
+func (c *Claimer) flushEarly() {
+	if !c.tally.early.CompareAndSwap(false, true) {
+		return
+	}
+	c.tally.earlyRuns.Add(1)
+	go func() {
+		defer c.tally.earlyRuns.Done()
+		defer c.tally.early.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), batch.FlushTimeout)
+		defer cancel()
+		if err := c.flushTally(ctx); err != nil && c.Log != nil {
+			c.Log.Warn("writing duplicate counts failed; duplicates take the claim until it works", "err", err)
+		}
+	}()
 }
 
 // FlushDuplicates writes the tally of fast-path duplicates now.
@@ -68,6 +104,7 @@ func (c *Claimer) Shutdown(ctx context.Context) error {
 	c.start()
 	c.tally.close()
 	c.flushes.Stop()
+	c.tally.earlyRuns.Wait()
 	return c.flushTally(ctx)
 }
 
@@ -298,6 +335,9 @@ type tally struct {
 	failing bool // the last flush failed: take nothing until one works
 	closed  bool
 
+	early     atomic.Bool    // a flush for the memory bound is running
+	earlyRuns sync.WaitGroup // that flush, for Shutdown
+
 	// flavour: whether the database takes INSERT … RETURNING (MariaDB
 	// does, MySQL does not); 0 not asked yet, 1 yes, 2 no.
 	flavour atomic.Int32
@@ -337,25 +377,34 @@ type tallied struct {
 	first, last time.Time
 }
 
+// tallyResult is what add did with a duplicate.
+type tallyResult int
+
+const (
+	tallyOK   tallyResult = iota // counted in memory: answered
+	tallyFull                    // the memory bound is reached: claim it, and flush now
+	tallyShut                    // failing or closed: claim it
+)
+
 func (t *tally) init(maxBytes int64) {
 	t.max = maxBytes
 	t.pending = map[tallyKey]tallied{}
 }
 
-// add tallies one duplicate of original id; false when it cannot (full,
-// failing, closed), and the duplicate must take the claim.
-func (t *tally) add(tenantID, sourceID, deliveryID, id string, at time.Time) bool {
+// add tallies one duplicate of original id; anything but tallyOK means
+// it cannot (full, failing, closed), and the duplicate must take the claim.
+func (t *tally) add(tenantID, sourceID, deliveryID, id string, at time.Time) tallyResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || t.failing {
-		return false
+		return tallyShut
 	}
 	k := tallyKey{tenantID: tenantID, id: id, sourceID: sourceID, deliveryID: deliveryID}
 	e, ok := t.pending[k]
 	if !ok {
 		size := k.size()
 		if t.bytes+size > t.max {
-			return false
+			return tallyFull
 		}
 		t.bytes += size
 		e = tallied{first: at, last: at}
@@ -368,7 +417,7 @@ func (t *tally) add(tenantID, sourceID, deliveryID, id string, at time.Time) boo
 		e.last = at
 	}
 	t.pending[k] = e
-	return true
+	return tallyOK
 }
 
 // take hands over what is pending and starts an empty tally.

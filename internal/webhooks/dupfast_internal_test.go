@@ -125,23 +125,46 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	tl.init(4 << 10)
 	took := 0
 	for i := 0; i < 1000; i++ {
-		if tl.add(tenant, source, "d", ids.New(), time.Now()) {
+		if tl.add(tenant, source, "d", ids.New(), time.Now()) == tallyOK {
 			took++
 		}
 	}
 	if took == 0 || took*(26+26+26+1+entryOverhead) > 4<<10 {
 		t.Fatalf("the tally took %d originals in 4 KiB", took)
 	}
-	// A known original the tally cannot take is named for the claim.
-	c := &Claimer{Memory: 8 * (26 + 26 + 1 + 10 + entryOverhead), FlushEvery: time.Hour} // room for one tallied original
+	// A known original the tally cannot take is named for the claim, and
+	// the full tally is written at once, not at the tick (an hour here):
+	// the hold lasts up to DuplicateHold or until the memory bound,
+	// whichever comes first.
+	x, _ := dbtest.New(t, "fast_bound")
+	origA, origB := ids.New(), ids.New()
+	c := &Claimer{DB: x, Memory: 8 * (26 + 26 + 1 + 26 + entryOverhead), FlushEvery: time.Hour} // room for one tallied original
 	c.start()
-	c.known.put(tenant, source, "a", "ORIGINAL-A")
-	c.known.put(tenant, source, "b", "ORIGINAL-B")
+	c.known.put(tenant, source, "a", origA)
+	c.known.put(tenant, source, "b", origB)
 	if _, ok := c.Answer(tenant, source, "a", time.Now()); !ok {
 		t.Fatal("the first original was not tallied")
 	}
-	if id, ok := c.Answer(tenant, source, "b", time.Now()); ok || id != "ORIGINAL-B" {
+	if id, ok := c.Answer(tenant, source, "b", time.Now()); ok || id != origB {
 		t.Fatalf("a full tally answered %q %v, want the claim path with the original", id, ok)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		// The original's row is gone here (never stored): the flush keeps
+		// its count on a failed row in its place, as the claim does.
+		err := x.Get(&n, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, origA)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the full tally was not written before the tick: %d %v", n, err)
+		}
+	}
+	if _, ok := c.Answer(tenant, source, "b", time.Now()); !ok {
+		t.Fatal("after the early flush the tally did not take the next original")
+	}
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,19 +33,7 @@ func TestKnownDuplicatesAreAnsweredFromMemory(t *testing.T) {
 	claims := e.App.Ingest.Claimer.Stats().Rows
 
 	const n = 200
-	var wg sync.WaitGroup
-	results := make([]hookResp, n)
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			results[i] = send(t, s.URL, h, body)
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	results := sendAtOnce(t, n, s.URL, h, body)
 	for _, r := range results {
 		if r.Status != 200 || r.Ack.Status != "duplicate" || r.Ack.DeliveryID != orig {
 			t.Fatalf("duplicate answered %d %s, want duplicate of %s", r.Status, r.Body, orig)
@@ -55,7 +42,7 @@ func TestKnownDuplicatesAreAnsweredFromMemory(t *testing.T) {
 	if got := e.App.Ingest.Claimer.Stats().Rows; got != claims {
 		t.Fatalf("%d claims went to the database for duplicates of a committed delivery", got-claims)
 	}
-	apptest.Eventually(t, 1500*time.Millisecond, "dup_count 200 within a flush", func() bool {
+	apptest.Eventually(t, webhooks.DuplicateHold+1500*time.Millisecond, "dup_count 200 within a flush", func() bool {
 		return count(t, e, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, orig) == n
 	})
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_first_at IS NOT NULL AND dup_first_at <= dup_last_at`, ten.ID); c != 1 {
@@ -64,7 +51,7 @@ func TestKnownDuplicatesAreAnsweredFromMemory(t *testing.T) {
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ?`, ten.ID); c != 1 {
 		t.Fatalf("%d delivery rows", c)
 	}
-	apptest.Eventually(t, 10*time.Second, "times_seen 201", func() bool {
+	apptest.Eventually(t, webhooks.DuplicateHold+15*time.Second, "times_seen 201", func() bool {
 		return count(t, e, `SELECT IFNULL(MAX(times_seen), 0) FROM leads WHERE tenant_id = ?`, ten.ID) == n+1
 	})
 	apptest.Eventually(t, 10*time.Second, "counters flushed", func() bool {

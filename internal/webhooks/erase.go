@@ -14,34 +14,6 @@ import (
 // transaction (x), keeping the rows: counts, duplicate detection and the
 // delivery ids stay as they were.
 
-// LeadPayload is one delivery of a lead with its raw payload and its
-// duplicates.
-type LeadPayload struct {
-	ID           string     `db:"id" json:"id"`
-	SourceID     string     `db:"source_id" json:"source_id"`
-	DeliveryID   string     `db:"delivery_id" json:"delivery_id"`
-	Origin       string     `db:"origin" json:"origin"`
-	State        string     `db:"state" json:"state"`
-	Outcome      *string    `db:"outcome" json:"outcome"`
-	ReceivedAt   time.Time  `db:"received_at" json:"received_at"`
-	ProcessedAt  *time.Time `db:"processed_at" json:"processed_at"`
-	Duplicates   int        `db:"dup_count" json:"duplicates"`
-	FirstDupAt   *time.Time `db:"dup_first_at" json:"first_duplicate_at"`
-	LastDupAt    *time.Time `db:"dup_last_at" json:"last_duplicate_at"`
-	Payload      []byte     `db:"payload" json:"-"`
-	PayloadBytes int        `db:"payload_bytes" json:"payload_bytes"`
-}
-
-// PayloadsForLead lists every delivery that reached a lead, oldest first,
-// with its payload (index ix_deliveries_lead).
-func PayloadsForLead(ctx context.Context, x db.Ext, tenantID, leadID string) ([]LeadPayload, error) {
-	out := []LeadPayload{}
-	err := x.SelectContext(ctx, &out, `SELECT id, source_id, delivery_id, origin, state, outcome, received_at, processed_at,
-			dup_count, dup_first_at, dup_last_at, payload, LENGTH(payload) AS payload_bytes
-		FROM deliveries WHERE tenant_id = ? AND lead_id = ? ORDER BY received_at, id`, tenantID, leadID)
-	return out, err
-}
-
 // DeadLetterBody is a dead letter with its whole body.
 type DeadLetterBody struct {
 	ID         string    `db:"id" json:"id"`

@@ -98,11 +98,11 @@ func TestFirstResponseOnlyByAPersonsAction(t *testing.T) {
 	var recNew string
 	if err := sqlxTx(ctx, e, func(tx *sqlx.Tx) error {
 		raw := kinds.SampleBody(s.Kind, "rec-1", "r1", kinds.Lead{Email: "l1-rec@example.com", Name: "L"}, time.Now().Add(time.Second))
-		if _, err := webhooks.Apply(ctx, tx, ten.ID, s.Source, raw, time.Now()); err != nil {
+		if _, err := webhooks.Apply(ctx, tx, nil, ten.ID, s.Source, raw, time.Now()); err != nil {
 			return err
 		}
 		raw = kinds.SampleBody(s.Kind, "rec-2", "r-rec-new", kinds.Lead{Email: "rec@example.com", Name: "R"}, time.Now())
-		res, err := webhooks.Apply(ctx, tx, ten.ID, s.Source, raw, time.Now())
+		res, err := webhooks.Apply(ctx, tx, nil, ten.ID, s.Source, raw, time.Now())
 		recNew = res.LeadID
 		if err == nil && res.OwnerID == "" {
 			err = fmt.Errorf("reconciled lead not assigned: %+v", res)

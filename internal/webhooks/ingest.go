@@ -169,7 +169,7 @@ func (in *Ingest) Receive(ctx context.Context, c Call) (Ack, error) {
 	if c.URLSecret == "" { // a secret URL already proved the sender
 		err = kinds.VerifyRequest(k, req, body, res.Secrets, now)
 	}
-	endSpan(vspan, err)
+	tracing.End(vspan, err)
 	if err != nil {
 		result = "rejected"
 		in.Stats.Add(res.TenantID, src.ID, monitor.Rejected, 1, now)

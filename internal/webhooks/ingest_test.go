@@ -33,6 +33,24 @@ type hookResp struct {
 	}
 }
 
+// sendAtOnce sends the same request n times at once.
+func sendAtOnce(t testing.TB, n int, url string, h http.Header, body []byte) []hookResp {
+	var wg sync.WaitGroup
+	results := make([]hookResp, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i] = send(t, url, h, body)
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	return results
+}
+
 func send(t testing.TB, url string, h http.Header, body []byte) hookResp {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
@@ -197,19 +215,7 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 	h, body := signed(t, s, "msg_2Kx9", "contact_77", kinds.Lead{Email: "c@example.com", Name: "Con Current"}, time.Now())
 
 	const n = 50
-	var wg sync.WaitGroup
-	results := make([]hookResp, n)
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			results[i] = send(t, s.URL, h, body)
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	results := sendAtOnce(t, n, s.URL, h, body)
 	accepted, dups := 0, 0
 	ids := map[string]bool{}
 	for _, r := range results {
@@ -237,8 +243,8 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 		orig = id
 	}
 	// Duplicates answered from memory reach the count within a flush
-	// (500 ms).
-	apptest.Eventually(t, 2*time.Second, "dup_count 49", func() bool {
+	// (webhooks.DuplicateHold).
+	apptest.Eventually(t, webhooks.DuplicateHold+2*time.Second, "dup_count 49", func() bool {
 		return count(t, e, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, ten.ID, orig) == n-1
 	})
 	if c := count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND dup_first_at <= dup_last_at`, ten.ID); c != 1 { // (concurrent arrivals: a duplicate may carry an earlier time than the winner)
@@ -252,7 +258,7 @@ func TestConcurrentIdenticalDeliveries(t *testing.T) {
 	}
 	// times_seen: the delivery and its 49 duplicates (whether they came
 	// before or after processing).
-	apptest.Eventually(t, 10*time.Second, "times_seen 50", func() bool {
+	apptest.Eventually(t, webhooks.DuplicateHold+15*time.Second, "times_seen 50", func() bool {
 		return count(t, e, `SELECT times_seen FROM leads WHERE tenant_id = ?`, ten.ID) == n
 	})
 	// The per-minute counters are exact.

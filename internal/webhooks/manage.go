@@ -56,18 +56,6 @@ func (a *Admin) source(ctx context.Context, tenantID, sourceID string) (sources.
 	return a.Sources.Get(ctx, tenantID, sourceID)
 }
 
-type deliveryRow struct {
-	ID          string     `db:"id"`
-	DeliveryID  string     `db:"delivery_id"` // the sender's
-	State       string     `db:"state"`
-	ReceivedAt  time.Time  `db:"received_at"`
-	ProcessedAt *time.Time `db:"processed_at"`
-	Attempts    int        `db:"attempts"`
-	LastError   *string    `db:"last_error"`
-	LeadID      *string    `db:"lead_id"`
-	Payload     []byte     `db:"payload"`
-}
-
 // ListDeliveries pages a source's deliveries (or, for state dead_letter,
 // its dead letters) newest first with a keyset cursor.
 func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, cursor string, limit int) (DeliveryPage, error) {
@@ -85,7 +73,7 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 			return DeliveryPage{}, apperr.InvalidFields(map[string]string{"cursor": "is not a cursor this list returned"})
 		}
 	}
-	var rows []deliveryRow
+	var rows []Delivery
 	var err error
 	if state == StateDeadLetter {
 		q := `SELECT id, '' AS delivery_id, 'dead_letter' AS state, received_at, NULL AS processed_at, 0 AS attempts, reason AS last_error,
@@ -99,8 +87,7 @@ func (a *Admin) ListDeliveries(ctx context.Context, tenantID, sourceID, state, c
 		q += ` ORDER BY received_at DESC, id DESC LIMIT ?`
 		err = a.DB.SelectContext(ctx, &rows, q, append(args, limit+1)...)
 	} else {
-		q := `SELECT id, delivery_id, state, received_at, processed_at, attempts, last_error, lead_id, payload
-			FROM deliveries WHERE tenant_id = ? AND source_id = ?`
+		q := `SELECT ` + listCols + ` FROM deliveries WHERE tenant_id = ? AND source_id = ?`
 		args := []any{tenantID, sourceID}
 		if state != "" {
 			q += ` AND state = ?`
@@ -197,7 +184,7 @@ func (a *Admin) Reprocess(ctx context.Context, tenantID, id string) (DeliveryIte
 	if !ids.Valid(id) {
 		return DeliveryItem{}, apperr.New(apperr.NotFound, "delivery not found")
 	}
-	var d deliveryRow
+	var d Delivery
 	err := a.DB.GetContext(ctx, &d, `SELECT id, state, received_at FROM deliveries WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a.reprocessDeadLetter(ctx, tenantID, id)
@@ -267,7 +254,7 @@ func (a *Admin) ReprocessSource(ctx context.Context, tenantID, sourceID, state s
 	n := 0
 	var after *sweepCursor
 	for {
-		var page []pendingRow
+		var page []Delivery
 		if after == nil {
 			err = a.DB.SelectContext(ctx, &page, `SELECT id, received_at FROM deliveries
 				WHERE tenant_id = ? AND state = 'failed' AND source_id = ? ORDER BY received_at, id LIMIT 500`, tenantID, sourceID)
@@ -438,7 +425,7 @@ func (a *Admin) Preview(ctx context.Context, tenantID, sourceID string, config j
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Invalid, err, "%s", err.Error())
 	}
-	var ds []deliveryRow
+	var ds []Delivery
 	if err := a.DB.SelectContext(ctx, &ds, `SELECT id, delivery_id, state, received_at, payload FROM deliveries
 		WHERE tenant_id = ? AND source_id = ? ORDER BY received_at DESC, id DESC LIMIT ?`, tenantID, sourceID, limit); err != nil {
 		return nil, err

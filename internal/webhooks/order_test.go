@@ -365,8 +365,8 @@ func TestQualifiedLeadKeepsStatusAndETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept("reprocessing", "latest@example.com")
-	// The duplicates reach times_seen within the sightings' flush interval.
-	apptest.Eventually(t, 5*time.Second, "times_seen = 4 deliveries + 10 duplicates", func() bool {
+	// The duplicates reach times_seen within the hold of counts answered from memory.
+	apptest.Eventually(t, webhooks.DuplicateHold+10*time.Second, "times_seen = 4 deliveries + 10 duplicates", func() bool {
 		return leadOf(t, e, ten.ID, s.ID, "contact-q").TimesSeen == 4+10
 	})
 	kept("the sightings' flush", "latest@example.com")

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +22,6 @@ import (
 	"leadpipe/internal/ids"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/tracing"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -40,11 +40,11 @@ type Processor struct {
 	Queue   Enqueuer
 	Log     *slog.Logger
 	Now     func() time.Time
-	// Leads is told, inside each batch's transaction after the leads were
-	// written, what each record did to its lead (outbound events go to
-	// their outbox there, in the same transaction). An error rolls the
-	// batch back (its deliveries are retried). nil: nobody.
-	Leads BatchObserver
+	// Leads writes each batch's records to their leads, in the batch's
+	// transaction (leads.Service.WriteSenders: upsert, assignment,
+	// attribution, outbound events). An error rolls the batch back (its
+	// deliveries are retried). nil: a leads.Service with no observers.
+	Leads LeadWriter
 	// Reserve is the pool (db.OpenOneTrip) whose one-round-trip
 	// transactions reserve a batch's round-robin positions apart from the
 	// batch's own (leads.PendingLeads.Insert). nil, or AssignInTx: the
@@ -75,9 +75,18 @@ type Processor struct {
 	batches *batch.Loop[*processReq]
 }
 
-// BatchObserver is told, in a batch's transaction, what its records did.
-type BatchObserver interface {
-	SenderChanged(ctx context.Context, x db.Ext, tenantID string, outcomes []leads.UpsertOutcome) error
+// LeadWriter writes a batch of sender records to their leads in the
+// caller's transaction: leads.Service.WriteSenders.
+type LeadWriter interface {
+	WriteSenders(ctx context.Context, x db.Ext, tenantID string, b leads.SenderBatch) ([]leads.UpsertOutcome, error)
+}
+
+// writerOr is w, or a leads.Service that tells nobody.
+func writerOr(w LeadWriter) LeadWriter {
+	if w == nil {
+		return &leads.Service{}
+	}
+	return w
 }
 
 // Enricher is told of a committed webhook upsert.
@@ -109,11 +118,12 @@ type Result struct {
 
 // Apply is THE path from a sender's record to a lead, shared by webhook
 // deliveries and reconcile: map the raw bytes with the source's kind and
-// upsert through the natural key, touching sender-owned fields only, in
-// record order (the sender's event time where the record carries one,
-// else now: a pulled record is received now). Reconcile and enrichment
-// records are no webhook sightings: times_seen stays as it is.
-func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Result, error) {
+// write it with w (leads.Service.WriteSenders; nil: nobody is told)
+// through the natural key, touching sender-owned fields only, in record
+// order (the sender's event time where the record carries one, else now:
+// a pulled record is received now). Reconcile and enrichment records are
+// no webhook sightings: times_seen stays as it is.
+func Apply(ctx context.Context, tx db.Ext, w LeadWriter, tenantID string, src sources.Source, raw json.RawMessage, now time.Time) (Result, error) {
 	k, err := kinds.New(src.Kind, src.Config)
 	if err != nil {
 		return Result{}, err
@@ -122,17 +132,25 @@ func Apply(ctx context.Context, tx db.Ext, tenantID string, src sources.Source, 
 	if err != nil {
 		return Result{}, err
 	}
-	rec := senderRecord(l, 0, orderKey(l, now, ids.New()))
-	out, err := leads.UpsertFromSenderBatch(ctx, tx, tenantID, []leads.BatchRecord{{SourceID: src.ID, SenderRecord: rec}}, now)
+	out, err := writerOr(w).WriteSenders(ctx, tx, tenantID, leads.SenderBatch{
+		Records: []leads.BatchRecord{batchRecord(src.ID, l, 0, orderKey(l, now, ids.New()))}, Now: now})
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{LeadID: out[0].LeadID, New: out[0].Kind == leads.OutcomeCreated, Outcome: out[0].Kind, Lead: l, OwnerID: out[0].OwnerID}, nil
+	return result(out[0], l), nil
 }
 
-func senderRecord(l kinds.Lead, sightings int, key string) leads.SenderRecord {
-	return leads.SenderRecord{SourceRef: l.SourceRef, Email: l.Email, Name: l.Name, Phone: l.Phone, Company: l.Company,
-		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload, Sightings: sightings, OrderKey: key}
+// result is what a record did, as Apply and the worker tell it.
+func result(o leads.UpsertOutcome, l kinds.Lead) Result {
+	return Result{LeadID: o.LeadID, New: o.Kind == leads.OutcomeCreated, Outcome: o.Kind, Lead: l, OwnerID: o.OwnerID}
+}
+
+// batchRecord is a mapped record of a source as the leads area writes it.
+func batchRecord(sourceID string, l kinds.Lead, sightings int, key string) leads.BatchRecord {
+	return leads.BatchRecord{SourceID: sourceID, Touch: touchRecord(l), SenderRecord: leads.SenderRecord{SourceRef: l.SourceRef,
+		Email: l.Email, Name: l.Name, FirstName: l.FirstName, LastName: l.LastName, Phone: l.Phone, Company: l.Company,
+		CreatedAt: l.CreatedAt, Tags: l.Tags, Payload: l.Payload,
+		Sightings: sightings, OrderKey: key}}
 }
 
 // orderKey is a record's place in its lead's history: the sender's event
@@ -247,182 +265,38 @@ func permanent(err error) bool {
 	return errors.Is(err, kinds.ErrUnparseable) || errors.Is(err, kinds.ErrNoNaturalKey) || errors.Is(err, kinds.ErrUnknownKind)
 }
 
-// processBatch is one transaction: lock the batch's deliveries (one query
-// per tenant), build each source's mapper once, map, one batch upsert of
-// the leads per tenant (record order kept), one update of the processed
-// deliveries and one of the failed ones, the Leads observer, commit. A delivery that
-// cannot map is marked failed in the same transaction and fails only
-// itself.
+// batchItem is one delivery of a batch as the transaction sees it.
+type batchItem struct {
+	req  *processReq
+	d    *Delivery
+	src  sources.Source
+	lead kinds.Lead
+	res  processRes
+}
+
+// processBatch is one transaction: per tenant (processTenant) lock its
+// deliveries, map them, write the records with Leads and mark the
+// deliveries processed or failed; commit; then count the failures and
+// tell the Enricher and Committed. A delivery that cannot map is marked
+// failed in the same transaction and fails only itself.
 func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]processRes, error) {
-	type item struct {
-		req  *processReq
-		d    *Delivery
-		src  sources.Source
-		lead kinds.Lead
-		res  processRes
-	}
-	var items []*item
-	var after, failedAll []*item
+	var items, after, failed []*batchItem
 	var now time.Time
 	err := db.InTx(ctx, p.DB, func(tx *sqlx.Tx) error {
-		items, after, failedAll = items[:0], after[:0], failedAll[:0]
+		items, after, failed = items[:0], after[:0], failed[:0]
 		now = p.now()
-		byTenant := map[string][]*item{}
-		var tenantOrder []string
+		byTenant := map[string][]*batchItem{}
 		for _, r := range batch {
-			it := &item{req: r}
+			it := &batchItem{req: r}
 			items = append(items, it)
-			if _, ok := byTenant[r.tenantID]; !ok {
-				tenantOrder = append(tenantOrder, r.tenantID)
-			}
 			byTenant[r.tenantID] = append(byTenant[r.tenantID], it)
 		}
-		sort.Strings(tenantOrder)
-		for _, tenantID := range tenantOrder {
-			tits := byTenant[tenantID]
-			ids := make([]string, len(tits))
-			for i, it := range tits {
-				ids[i] = it.req.id
-			}
-			ds, err := lockDeliveries(ctx, tx, tenantID, ids)
+		for _, tenantID := range slices.Sorted(maps.Keys(byTenant)) {
+			f, a, err := p.processTenant(ctx, tx, tenantID, byTenant[tenantID], now)
 			if err != nil {
 				return err
 			}
-			mappers := map[string]kinds.Kind{}
-			srcs := map[string]sources.Source{}
-			var recs []leads.BatchRecord
-			var recItems []*item
-			var failed []*item
-			inBatch := make(map[string]bool, len(tits))
-			for _, it := range tits {
-				d, ok := ds[it.req.id]
-				switch {
-				case inBatch[it.req.id]:
-					// The same delivery twice in one batch (a batch task and
-					// the sweeper's task of it, run at once): one run counts.
-					it.res.err = errAlreadyProcessed
-					continue
-				case !ok:
-					it.res.err = apperr.New(apperr.NotFound, "delivery not found")
-					continue
-				case d.State != "received":
-					it.res.err = errAlreadyProcessed
-					continue
-				}
-				inBatch[it.req.id] = true
-				it.d = d
-				src, ok := srcs[d.SourceID]
-				if !ok {
-					if src, err = p.Sources.Get(ctx, tenantID, d.SourceID); err != nil && !apperr.Is(err, apperr.NotFound) {
-						return err
-					}
-					srcs[d.SourceID] = src
-					if err == nil {
-						if mappers[d.SourceID], err = kinds.New(src.Kind, src.Config); err != nil {
-							mappers[d.SourceID] = nil
-						}
-					}
-				}
-				it.src = src
-				k := mappers[d.SourceID]
-				if src.ID == "" {
-					it.res.err = apperr.New(apperr.NotFound, "source not found")
-					continue
-				}
-				if k == nil {
-					it.res.err = fmt.Errorf("source %s: %w", src.ID, kinds.ErrUnknownKind)
-					failed = append(failed, it)
-					continue
-				}
-				l, err := k.Map(d.Payload)
-				if err != nil {
-					it.res.err = err
-					if permanent(err) {
-						failed = append(failed, it)
-					}
-					continue
-				}
-				it.lead = l
-				// The delivery and the duplicates counted on it so far (the
-				// row is locked: later ones wait, then Sightings adds them).
-				recs = append(recs, leads.BatchRecord{SourceID: d.SourceID,
-					SenderRecord: senderRecord(l, 1+d.DupCount, orderKey(l, d.ReceivedAt, d.ID))})
-				recItems = append(recItems, it)
-			}
-			var outcomes []leads.UpsertOutcome
-			var pending *leads.PendingLeads
-			if len(recs) > 0 {
-				_, uspan := tracing.Start(ctx, "leads.upsert")
-				outcomes, pending, err = leads.UpsertFromSenderBatchDeferred(ctx, tx, tenantID, recs, now)
-				traceUpsert(uspan, tenantID, outcomes, err)
-				if err != nil {
-					return err
-				}
-				// The new leads' round-robin positions are reserved
-				// apart while the deliveries are marked processed.
-				pending.Reserve(ctx, p.reserve())
-				for i, it := range recItems {
-					o := outcomes[i]
-					it.res.res = Result{LeadID: o.LeadID, New: o.Kind == leads.OutcomeCreated, Outcome: o.Kind, Lead: it.lead}
-				}
-				if err := MarkProcessed(ctx, tx, tenantID, processedRows(recItems, func(it *item) (*Delivery, string, string) {
-					return it.d, it.res.res.LeadID, it.res.res.Outcome
-				}), now); err != nil {
-					return err
-				}
-				// A record of an erased lead is acknowledged (the sender
-				// stops) and dropped: processed, no lead, no payload.
-				var dropped []string
-				for _, it := range recItems {
-					if it.res.res.Outcome == leads.OutcomeErased {
-						dropped = append(dropped, it.d.ID)
-					}
-				}
-				if err := dropPayloads(ctx, tx, tenantID, dropped); err != nil {
-					return err
-				}
-			}
-			for _, it := range failed {
-				if err := failUnmappable(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
-					return err
-				}
-			}
-			failedAll = append(failedAll, failed...)
-			// The new leads go in last (before the outbox, which reads
-			// them), their round-robin positions reserved in short
-			// transactions of their own on p.Reserve (started above,
-			// before the deliveries were marked), so that concurrent
-			// batches of the tenant do not wait on the rule's position
-			// row to their commits (docs/BENCHMARKS.md, "Assignment rules
-			// in the drain").
-			if err := pending.Insert(ctx, tx, p.reserve()); err != nil {
-				return err
-			}
-			for i, it := range recItems {
-				it.res.res.OwnerID = outcomes[i].OwnerID
-			}
-			// Where the leads came from and what their people agreed to
-			// (web forms: docs/FORMS.md), on the rows just written.
-			mapped := make([]kinds.Lead, len(recItems))
-			for i, it := range recItems {
-				mapped[i] = it.lead
-			}
-			if err := leads.RecordTouches(ctx, tx, tenantID, touchRecords(mapped, outcomes)); err != nil {
-				return err
-			}
-			if p.Leads != nil && len(outcomes) > 0 {
-				ectx, espan := tracing.Start(ctx, "outbox.emit")
-				err := p.Leads.SenderChanged(ectx, tx, tenantID, outcomes)
-				endSpan(espan, err)
-				if err != nil {
-					return err
-				}
-			}
-			for _, it := range recItems {
-				if it.res.res.Outcome != leads.OutcomeErased {
-					after = append(after, it)
-				}
-			}
+			failed, after = append(failed, f...), append(after, a...)
 		}
 		return nil
 	})
@@ -432,7 +306,7 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 	// Each failed delivery was locked and still 'received' in the
 	// transaction, so failUnmappable changed it: counted here once, like the
 	// task handler's marking (which now finds it failed and counts nothing).
-	for _, it := range failedAll {
+	for _, it := range failed {
 		p.countFailure(ctx, it.req.tenantID, it.d.SourceID, it.req.id, it.res.err.Error(), now)
 	}
 	if p.Enricher != nil {
@@ -452,6 +326,136 @@ func (p *Processor) processBatch(ctx context.Context, batch []*processReq) ([]pr
 	return out, nil
 }
 
+// processTenant is a tenant's part of a batch's transaction: lock its
+// deliveries (one query), map them (mapDeliveries), write the records
+// (Leads.WriteSenders) and, while their new leads' round-robin positions
+// are reserved apart (leads.SenderBatch.Meanwhile, so that concurrent
+// batches of the tenant do not wait on the rule's position row to their
+// commits: docs/BENCHMARKS.md, "Assignment rules in the drain"), mark the
+// deliveries processed (one statement) or failed. It returns the
+// deliveries marked failed and those whose lead the committed batch has
+// (not erased).
+func (p *Processor) processTenant(ctx context.Context, tx db.Ext, tenantID string, its []*batchItem, now time.Time) (failed, after []*batchItem, err error) {
+	ids := make([]string, len(its))
+	for i, it := range its {
+		ids[i] = it.req.id
+	}
+	ds, err := lockDeliveries(ctx, tx, tenantID, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, mapped, failed, err := p.mapDeliveries(ctx, tenantID, its, ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	mark := func(outcomes []leads.UpsertOutcome) error {
+		var dropped []string
+		rows := make([]Delivery, len(mapped))
+		for i, it := range mapped {
+			it.res.res = result(outcomes[i], it.lead)
+			rows[i] = Delivery{ID: it.d.ID, Outcome: &outcomes[i].Kind, DupsCounted: it.d.DupCount}
+			if id := outcomes[i].LeadID; id != "" { // a record of an erased lead reached none
+				rows[i].LeadID = &id
+			}
+			if it.res.res.Outcome == leads.OutcomeErased {
+				// A record of an erased lead is acknowledged (the sender
+				// stops) and dropped: processed, no lead, no payload.
+				dropped = append(dropped, it.d.ID)
+			}
+		}
+		if err := markProcessed(ctx, tx, tenantID, rows, now); err != nil {
+			return err
+		}
+		if err := dropPayloads(ctx, tx, tenantID, dropped); err != nil {
+			return err
+		}
+		for _, it := range failed {
+			if err := failUnmappable(ctx, tx, tenantID, it.req.id, it.res.err, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	outcomes, err := writerOr(p.Leads).WriteSenders(ctx, tx, tenantID,
+		leads.SenderBatch{Records: recs, Now: now, Reserve: p.reserve(), Meanwhile: mark})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, it := range mapped {
+		it.res.res.OwnerID = outcomes[i].OwnerID
+		if it.res.res.Outcome != leads.OutcomeErased {
+			after = append(after, it)
+		}
+	}
+	return failed, after, nil
+}
+
+// mapDeliveries maps a tenant's locked deliveries to records, building
+// each source's mapper once. A delivery gone, no longer 'received' or
+// twice in the batch gets its error and no record; one that can never map
+// (unknown kind, unparseable, no natural key) is among failed.
+func (p *Processor) mapDeliveries(ctx context.Context, tenantID string, its []*batchItem, ds map[string]*Delivery) (
+	recs []leads.BatchRecord, mapped, failed []*batchItem, err error) {
+	mappers := map[string]kinds.Kind{}
+	srcs := map[string]sources.Source{}
+	inBatch := make(map[string]bool, len(its))
+	for _, it := range its {
+		d, ok := ds[it.req.id]
+		switch {
+		case inBatch[it.req.id]:
+			// The same delivery twice in one batch (a batch task and
+			// the sweeper's task of it, run at once): one run counts.
+			it.res.err = errAlreadyProcessed
+			continue
+		case !ok:
+			it.res.err = apperr.New(apperr.NotFound, "delivery not found")
+			continue
+		case d.State != "received":
+			it.res.err = errAlreadyProcessed
+			continue
+		}
+		inBatch[it.req.id] = true
+		it.d = d
+		src, ok := srcs[d.SourceID]
+		if !ok {
+			if src, err = p.Sources.Get(ctx, tenantID, d.SourceID); err != nil && !apperr.Is(err, apperr.NotFound) {
+				return nil, nil, nil, err
+			}
+			srcs[d.SourceID] = src
+			if err == nil {
+				if mappers[d.SourceID], err = kinds.New(src.Kind, src.Config); err != nil {
+					mappers[d.SourceID] = nil
+				}
+			}
+		}
+		it.src = src
+		k := mappers[d.SourceID]
+		if src.ID == "" {
+			it.res.err = apperr.New(apperr.NotFound, "source not found")
+			continue
+		}
+		if k == nil {
+			it.res.err = fmt.Errorf("source %s: %w", src.ID, kinds.ErrUnknownKind)
+			failed = append(failed, it)
+			continue
+		}
+		l, err := k.Map(d.Payload)
+		if err != nil {
+			it.res.err = err
+			if permanent(err) {
+				failed = append(failed, it)
+			}
+			continue
+		}
+		it.lead = l
+		// The delivery and the duplicates counted on it so far (the
+		// row is locked: later ones wait, then Sightings adds them).
+		recs = append(recs, batchRecord(d.SourceID, l, 1+d.DupCount, orderKey(l, d.ReceivedAt, d.ID)))
+		mapped = append(mapped, it)
+	}
+	return recs, mapped, failed, nil
+}
+
 // lockDeliveries reads and locks a tenant's deliveries by row id.
 func lockDeliveries(ctx context.Context, tx db.Ext, tenantID string, ids []string) (map[string]*Delivery, error) {
 	q, args, err := sqlx.In(`SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
@@ -467,22 +471,6 @@ func lockDeliveries(ctx context.Context, tx db.Ext, tenantID string, ids []strin
 		out[ds[i].ID] = &ds[i]
 	}
 	return out, nil
-}
-
-// ProcessedRow is one delivery processed: its lead, what the record did
-// (leads.OutcomeCreated, …) and how many duplicates times_seen now holds.
-type ProcessedRow struct {
-	ID, LeadID, Outcome string
-	DupsCounted         int
-}
-
-func processedRows[T any](items []T, f func(T) (*Delivery, string, string)) []ProcessedRow {
-	out := make([]ProcessedRow, len(items))
-	for i, it := range items {
-		d, lead, outcome := f(it)
-		out[i] = ProcessedRow{ID: d.ID, LeadID: lead, Outcome: outcome, DupsCounted: d.DupCount}
-	}
-	return out
 }
 
 // A delivery row is stored with 64 spare bytes (migration 0471) and gives
@@ -509,8 +497,10 @@ func (p *Processor) reserve() *sqlx.DB {
 	return p.Reserve
 }
 
-// MarkProcessed marks deliveries processed in one statement.
-func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []ProcessedRow, now time.Time) error {
+// markProcessed marks deliveries processed in one statement: each row's
+// lead (nil: none), outcome and the duplicates times_seen now holds
+// (DupsCounted).
+func markProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Delivery, now time.Time) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -518,11 +508,7 @@ func MarkProcessed(ctx context.Context, x db.Ext, tenantID string, rows []Proces
 	var la, oa, da, ids []any
 	for _, r := range rows {
 		lead.WriteString(" WHEN ? THEN ?")
-		var leadID any = r.LeadID
-		if r.LeadID == "" {
-			leadID = nil // a record of an erased lead reached none
-		}
-		la = append(la, r.ID, leadID)
+		la = append(la, r.ID, r.LeadID)
 		outcome.WriteString(" WHEN ? THEN ?")
 		oa = append(oa, r.ID, r.Outcome)
 		dups.WriteString(" WHEN ? THEN ?")

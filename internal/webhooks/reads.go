@@ -23,29 +23,11 @@ type Reads struct {
 // NewReads returns the read side on d.
 func NewReads(d *sqlx.DB) *Reads { return &Reads{DB: d} }
 
-// DeliverySummary is one stored delivery with how often it arrived again.
-type DeliverySummary struct {
-	ID               string     `db:"id"`
-	DeliveryID       string     `db:"delivery_id"`
-	Origin           string     `db:"origin"`
-	ReceivedAt       time.Time  `db:"received_at"`
-	ProcessedAt      *time.Time `db:"processed_at"`
-	LeadID           *string    `db:"lead_id"`
-	Attempts         int        `db:"attempts"`
-	LastError        *string    `db:"last_error"`
-	Size             int        `db:"size"`
-	Duplicates       int        `db:"duplicates"`
-	FirstDuplicateAt *time.Time `db:"first_duplicate_at"`
-	LastDuplicateAt  *time.Time `db:"last_duplicate_at"`
-}
-
 // Recent lists a source's newest deliveries with their duplicate arrivals,
 // counted on the row (index ix_deliveries_source_time).
-func (s *Reads) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]DeliverySummary, error) {
-	var out []DeliverySummary
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
-			d.attempts, d.last_error, LENGTH(d.payload) AS size,
-			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+func (s *Reads) Recent(ctx context.Context, tenantID, sourceID string, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+summaryCols+`
 		FROM deliveries d
 		WHERE d.tenant_id = ? AND d.source_id = ?
 		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, limit)
@@ -61,7 +43,7 @@ const (
 
 // RecentFiltered is Recent narrowed by filter (FilterAll, FilterDuplicates
 // or FilterFailing; anything else is FilterAll).
-func (s *Reads) RecentFiltered(ctx context.Context, tenantID, sourceID, filter string, limit int) ([]DeliverySummary, error) {
+func (s *Reads) RecentFiltered(ctx context.Context, tenantID, sourceID, filter string, limit int) ([]Delivery, error) {
 	cond := ""
 	switch filter {
 	case FilterDuplicates:
@@ -71,10 +53,8 @@ func (s *Reads) RecentFiltered(ctx context.Context, tenantID, sourceID, filter s
 	default:
 		return s.Recent(ctx, tenantID, sourceID, limit)
 	}
-	var out []DeliverySummary
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
-			d.attempts, d.last_error, LENGTH(d.payload) AS size,
-			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+summaryCols+`
 		FROM deliveries d
 		WHERE d.tenant_id = ? AND d.source_id = ?`+cond+`
 		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, limit)
@@ -85,11 +65,9 @@ func (s *Reads) RecentFiltered(ctx context.Context, tenantID, sourceID, filter s
 // between from and to (their first and last repeat overlap the window),
 // however old the original, newest first: a range on
 // ix_deliveries_dup_last. DuplicatedSummary counts the same rows.
-func (s *Reads) DuplicatedBetween(ctx context.Context, tenantID, sourceID string, from, to time.Time, limit int) ([]DeliverySummary, error) {
-	var out []DeliverySummary
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
-			d.attempts, d.last_error, LENGTH(d.payload) AS size,
-			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+func (s *Reads) DuplicatedBetween(ctx context.Context, tenantID, sourceID string, from, to time.Time, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+summaryCols+`
 		FROM deliveries d FORCE INDEX (ix_deliveries_dup_last)
 		WHERE d.tenant_id = ? AND d.source_id = ? AND d.dup_last_at >= ? AND d.dup_first_at < ? AND d.dup_count > 0
 		ORDER BY d.received_at DESC, d.id DESC LIMIT ?`, tenantID, sourceID, from, to, limit)
@@ -210,11 +188,9 @@ func (s *Reads) sourceNames(ctx context.Context, tenantID string, n int, id func
 
 // ProcessedSince lists a source's deliveries processed into a lead since a
 // time, newest first (index ix_deliveries_pending): what a reprocess made.
-func (s *Reads) ProcessedSince(ctx context.Context, tenantID, sourceID string, since time.Time, limit int) ([]DeliverySummary, error) {
-	var out []DeliverySummary
-	err := s.DB.SelectContext(ctx, &out, `SELECT d.id, d.delivery_id, d.origin, d.received_at, d.processed_at, d.lead_id,
-			d.attempts, d.last_error, LENGTH(d.payload) AS size,
-			d.dup_count AS duplicates, d.dup_first_at AS first_duplicate_at, d.dup_last_at AS last_duplicate_at
+func (s *Reads) ProcessedSince(ctx context.Context, tenantID, sourceID string, since time.Time, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+summaryCols+`
 		FROM deliveries d
 		WHERE d.tenant_id = ? AND d.processed_at >= ? AND d.source_id = ? AND d.lead_id IS NOT NULL AND d.last_error IS NULL
 		ORDER BY d.processed_at DESC, d.id DESC LIMIT ?`, tenantID, since.UTC(), sourceID, limit)

@@ -103,7 +103,7 @@ func TestRedisDownDuringIngest(t *testing.T) {
 	}
 	// Nothing processed twice: each lead seen once (twice for the four
 	// sent again), each delivery one attempt.
-	apptest.Eventually(t, 10*time.Second, "times_seen", func() bool {
+	apptest.Eventually(t, 30*time.Second, "times_seen", func() bool {
 		return count(t, e, `SELECT SUM(times_seen) FROM leads WHERE tenant_id = ?`, ten.ID) == n+4
 	})
 	if c := count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND times_seen NOT IN (1, 2)`, ten.ID); c != 0 {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,19 +80,7 @@ func TestNewKindsRetryAndConcurrency(t *testing.T) {
 
 			hc, bc := signed(t, s, "conc-"+kind, "ref-conc-"+kind, f, now)
 			const n = 50
-			var wg sync.WaitGroup
-			results := make([]hookResp, n)
-			start := make(chan struct{})
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					<-start
-					results[i] = send(t, s.URL, hc, bc)
-				}(i)
-			}
-			close(start)
-			wg.Wait()
+			results := sendAtOnce(t, n, s.URL, hc, bc)
 			accepted := 0
 			for _, r := range results {
 				if r.Status != 200 {

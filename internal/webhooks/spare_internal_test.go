@@ -54,7 +54,8 @@ func TestADeliveryRowNeverGrows(t *testing.T) {
 	}
 	finish := map[string]func(id string){
 		"processed": func(id string) {
-			if err := MarkProcessed(ctx, x, tenant, []ProcessedRow{{ID: id, LeadID: ids.New(), Outcome: longest}}, now); err != nil {
+			lead := ids.New()
+			if err := markProcessed(ctx, x, tenant, []Delivery{{ID: id, LeadID: &lead, Outcome: &longest}}, now); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -162,24 +162,18 @@ func (p *Processor) sweepTenant(ctx context.Context, tenantID string, before tim
 	return queued, seen, nil
 }
 
-type pendingRow struct {
-	ID         string    `db:"id"`
-	ReceivedAt time.Time `db:"received_at"`
-	Attempts   int       `db:"attempts"`
-}
-
 // pendingDeliveries lists a page of a tenant's deliveries still `received`
 // that arrived before `before`, oldest first, strictly after the keyset
 // cursor when one is given (index ix_deliveries_state).
-func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, after *sweepCursor, limit int) ([]pendingRow, error) {
-	var rows []pendingRow
+func pendingDeliveries(ctx context.Context, x db.Ext, tenantID string, before time.Time, after *sweepCursor, limit int) ([]Delivery, error) {
+	var rows []Delivery
 	var err error
 	if after == nil {
-		err = x.SelectContext(ctx, &rows, `SELECT id, received_at, attempts FROM deliveries
+		err = x.SelectContext(ctx, &rows, `SELECT `+pendingCols+` FROM deliveries
 		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
 		ORDER BY received_at, id LIMIT ?`, tenantID, before, limit)
 	} else {
-		err = x.SelectContext(ctx, &rows, `SELECT id, received_at, attempts FROM deliveries
+		err = x.SelectContext(ctx, &rows, `SELECT `+pendingCols+` FROM deliveries
 		WHERE tenant_id = ? AND state = 'received' AND received_at < ?
 		  AND (received_at > ? OR (received_at = ? AND id > ?))
 		ORDER BY received_at, id LIMIT ?`, tenantID, before, after.at, after.at, after.id, limit)

@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tracing"
 )
@@ -40,15 +39,6 @@ func traceClaim(span trace.Span, d Delivery, isNew bool, orig string, err error)
 		span.AddEvent("duplicate", trace.WithAttributes(attribute.String("leadpipe.delivery.original", orig),
 			attribute.String("leadpipe.delivery.sender_id", d.DeliveryID)))
 	}
-}
-
-// endSpan marks span failed when err is set, and ends it.
-func endSpan(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }
 
 // startBatchTask starts the span of a batch task: linked to each
@@ -105,16 +95,4 @@ func startTransaction(batch []*processReq) (context.Context, trace.Span) {
 	ctx, span := tracing.StartLinked(ctx, "delivery.process", scs)
 	span.SetAttributes(attribute.Int("leadpipe.batch.size", len(batch)))
 	return ctx, span
-}
-
-// traceUpsert records what the batch upsert did to the leads, and ends its
-// span.
-func traceUpsert(span trace.Span, tenantID string, outcomes []leads.UpsertOutcome, err error) {
-	if span.IsRecording() {
-		span.SetAttributes(attribute.String("leadpipe.tenant_id", tenantID), attribute.Int("leadpipe.leads", len(outcomes)))
-		for _, o := range outcomes {
-			span.AddEvent(o.Kind, trace.WithAttributes(attribute.String("leadpipe.lead.id", o.LeadID)))
-		}
-	}
-	endSpan(span, err)
 }

@@ -423,11 +423,14 @@ func chartGeometry(d ChartData, w, h int) chartGeom {
 		if p.LabelY < 12 {
 			p.LabelY = p.Y + 18
 		}
+		// The label ("47.5% at 03:46", about 90 px) is centred on the peak
+		// only where half of it fits on either side at 390 px (a plot of
+		// about 330 px): nearer an edge it is anchored away from that edge.
 		p.Anchor = "middle"
 		switch {
-		case p.X < 0.15*g.W:
+		case p.X < 0.25*g.W:
 			p.Anchor = "start"
-		case p.X > 0.85*g.W:
+		case p.X > 0.75*g.W:
 			p.Anchor = "end"
 		}
 		g.Peak = p

@@ -127,7 +127,7 @@ func Page(v LeadView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.Lead.Pending == PendingToken && v.IsAdmin {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<p class=\"small muted\" data-testid=\"pending-hint\">Meta sends only the lead's id; its name, email and phone come from the Graph API. <a href=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<p class=\"small muted\" data-testid=\"pending-hint\">This sender sends only the lead's id; its name, email and phone come from the sender's API (Meta's Graph API, LinkedIn's lead form responses). <a href=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

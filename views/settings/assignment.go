@@ -2,6 +2,7 @@ package settings
 
 import (
 	"strconv"
+	"time"
 
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
@@ -21,6 +22,10 @@ const (
 type RuleMember struct {
 	Name     string
 	Inactive bool // disabled or removed: round robin skips them
+	// Cap is the member's daily cap ("" none); AwayUntil set while they
+	// are away (round robin skips them).
+	Cap       string
+	AwayUntil *time.Time
 }
 
 // RuleRow is one rule of the list, in words.
@@ -30,6 +35,9 @@ type RuleRow struct {
 	When     string // "Every new lead", "Source is Website", "company equals “Acme”"
 	Strategy string // StrategyRoundRobin or StrategyOwner
 	Members  []RuleMember
+	// Escalate is the escalation in words ("" none): "after 15 minutes
+	// overdue, to the next member".
+	Escalate string
 }
 
 // AssignmentView is GET /settings/assignment: the rules in the order they
@@ -57,10 +65,16 @@ type RuleForm struct {
 	Strategy string
 	Members  map[string]bool
 	OwnerID  string
-	Users    []components.Option // active users
-	Sources  []components.Option // sources, then "Added by hand"
-	Errors   map[string]string   // by form field
-	Problem  string              // errors not tied to a field of this form
+	// Caps are the members' daily caps as typed (by user id; "" none).
+	Caps map[string]string
+	// EscalateAfter is the minutes overdue as typed ("" no escalation);
+	// EscalateTo "next_member" or a user id.
+	EscalateAfter string
+	EscalateTo    string
+	Users         []components.Option // active users
+	Sources       []components.Option // sources, then "Added by hand"
+	Errors        map[string]string   // by form field
+	Problem       string              // errors not tied to a field of this form
 	// Conflict is set when the rules changed since the form was opened:
 	// Current says what the edited rule is now ("" when it is gone).
 	Conflict bool
@@ -93,3 +107,9 @@ func ruleNumber(i int) string { return strconv.Itoa(i + 1) }
 // FieldSuggestions are the lead fields a condition usually names; any
 // top-level key of the sender's payload works too.
 var FieldSuggestions = []string{"email", "name", "phone", "company"}
+
+// EscalateOptions are the escalation targets: the next member, then the
+// active users.
+func (f RuleForm) EscalateOptions() []components.Option {
+	return append([]components.Option{{Value: "next_member", Label: "the next member (round robin)"}}, f.Users...)
+}

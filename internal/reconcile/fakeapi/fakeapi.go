@@ -1,5 +1,5 @@
 // Package fakeapi runs local stand-ins for the senders' list APIs (Typeform
-// Responses API, Meta Graph lead retrieval, a generic cursor list) so the
+// Responses API, Meta Graph lead retrieval, LinkedIn Lead Sync, a generic cursor list) so the
 // reconcile code can be tested end to end without the network. The servers
 // follow the vendors' documented request and response shapes, including the
 // ways they fail (queued 429/503s, hanging requests).
@@ -55,6 +55,7 @@ type Fake struct {
 	formID   string // typeform, meta
 	path     string // generic
 	leads    []Lead // newest first
+	other    []Lead // linkedin: leads of LinkedInOtherForm
 	items    []json.RawMessage
 	fail     []int
 	hang     time.Duration

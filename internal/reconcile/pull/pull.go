@@ -20,10 +20,10 @@ import (
 
 // Settings are a source's reconcile settings.
 type Settings struct {
-	Kind        string // typeform | meta | generic
+	Kind        string // typeform | meta | linkedin | generic
 	BaseURL     string // e.g. https://api.typeform.com, https://graph.facebook.com/v21.0
 	AccessToken string
-	FormID      string // typeform, meta
+	FormID      string // typeform, meta; linkedin: form ids (ValidateLinkedInForms)
 	ListPath    string // generic, e.g. /v1/leads
 	PageSize    int    // default 100
 }
@@ -54,7 +54,8 @@ const defaultPageSize = 100
 
 // Vendors' documented maxima: Typeform page_size ≤ 1000; Graph has no hard
 // documented limit on leads, but large pages time out, so we stay moderate.
-var maxPageSize = map[string]int{"typeform": 1000, "meta": 500, "generic": 1000}
+// LinkedIn's lead form responses are asked for in pages of at most 100.
+var maxPageSize = map[string]int{"typeform": 1000, "meta": 500, "linkedin": 100, "generic": 1000}
 
 // idPattern keeps form and lead ids to what the vendors issue, so an id can
 // never change the request path.
@@ -67,7 +68,7 @@ func NewPuller(s Settings, c *outbound.Client) (Puller, error) {
 	}
 	maxN, ok := maxPageSize[s.Kind]
 	if !ok {
-		return nil, fmt.Errorf("pull: source kind %q has no pull API (want typeform, meta or generic)", s.Kind)
+		return nil, fmt.Errorf("pull: source kind %q has no pull API (want typeform, meta, linkedin or generic)", s.Kind)
 	}
 	base, err := parseBase(s.BaseURL)
 	if err != nil {
@@ -80,6 +81,15 @@ func NewPuller(s Settings, c *outbound.Client) (Puller, error) {
 	size = min(size, maxN)
 
 	switch s.Kind {
+	case "linkedin":
+		forms, err := parseLinkedInForms(s.FormID)
+		if err != nil {
+			return nil, err
+		}
+		if s.AccessToken == "" {
+			return nil, errors.New("pull: linkedin needs an access token")
+		}
+		return &linkedin{c: c, base: base, token: s.AccessToken, forms: forms, size: size, now: time.Now}, nil
 	case "typeform", "meta":
 		if !idPattern.MatchString(s.FormID) {
 			return nil, fmt.Errorf("pull: %s form id %q is missing or malformed", s.Kind, s.FormID)
@@ -290,25 +300,35 @@ func (p *meta) sameHost(raw string) (*url.URL, error) {
 // fill in the fields a Meta webhook does not carry. The object is returned as
 // Graph sends it: {"id","created_time","field_data",…}.
 func FetchMetaLead(ctx context.Context, c *outbound.Client, baseURL, accessToken, leadgenID string) (json.RawMessage, error) {
-	if !idPattern.MatchString(leadgenID) {
-		return nil, fmt.Errorf("pull: malformed leadgen id %q", leadgenID)
+	return fetchLead(ctx, c, "meta lead", baseURL, accessToken, leadgenID, func(u *url.URL) http.Header {
+		u.Path += "/" + leadgenID
+		u.RawQuery = url.Values{"access_token": {accessToken}}.Encode()
+		return nil
+	})
+}
+
+// fetchLead GETs one lead object by its id from a sender's API: at sets
+// the URL's path and query and returns the request's headers; what names
+// the object in errors.
+func fetchLead(ctx context.Context, c *outbound.Client, what, baseURL, accessToken, id string, at func(*url.URL) http.Header) (json.RawMessage, error) {
+	if !idPattern.MatchString(id) {
+		return nil, fmt.Errorf("pull: malformed %s id %q", what, id)
 	}
 	if accessToken == "" {
-		return nil, errors.New("pull: meta needs an access token")
+		return nil, fmt.Errorf("pull: %s needs an access token", what)
 	}
 	base, err := parseBase(baseURL)
 	if err != nil {
 		return nil, err
 	}
 	u := *base
-	u.Path += "/" + leadgenID
-	u.RawQuery = url.Values{"access_token": {accessToken}}.Encode()
+	header := at(&u)
 	var lead json.RawMessage
-	if err := c.GetJSON(ctx, u.String(), nil, &lead); err != nil {
-		return nil, fmt.Errorf("pull: meta lead %s: %w", leadgenID, err)
+	if err := c.GetJSON(ctx, u.String(), header, &lead); err != nil {
+		return nil, fmt.Errorf("pull: %s %s: %w", what, id, err)
 	}
 	if len(lead) == 0 || lead[0] != '{' {
-		return nil, fmt.Errorf("pull: meta lead %s: response is not an object", leadgenID)
+		return nil, fmt.Errorf("pull: %s %s: response is not an object", what, id)
 	}
 	return lead, nil
 }

@@ -11,10 +11,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/sources"
-	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -26,27 +24,13 @@ import (
 // A stale form is refused; staff get 403 on the rules page; the pages fit
 // 390 and 1280 px (screenshots assignment-*, overdue-*, lead-assigned-*).
 func TestBrowserAssignment(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_browser_assign", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_browser_assign", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	mk := func(email, name string) tenants.User {
-		u, err := e.App.Tenants.CreateUser(ctx, acme.ID, tenants.CreateUserInput{Email: email, Name: name,
-			Password: "staff-password-1", Role: tenants.RoleStaff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	ada := mk("ada@acme.test", "Ada Lovelace")
-	ben := mk("ben@acme.test", "Ben Okafor")
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
+	ada := e.Staff(acme.ID, "ada@acme.test", "Ada Lovelace")
+	ben := e.Staff(acme.ID, "ben@acme.test", "Ben Okafor")
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
+	hook := e.Hook("acme", "website", kinds.Standard, secret)
 
 	browser := startBrowser(t)
 	admin := newTab(t, browser, e.URL, "admin")
@@ -143,7 +127,7 @@ func TestBrowserAssignment(t *testing.T) {
 
 	t.Log("three leads through the webhook: one each, the page names the owner and the rule")
 	for i := range 3 {
-		if st := hook.post(fmt.Sprintf("evt-%d", i), fmt.Sprintf("contact-%d", i), kinds.Lead{Name: fmt.Sprintf("Lead %d", i),
+		if st := hook.Post(fmt.Sprintf("evt-%d", i), fmt.Sprintf("contact-%d", i), kinds.Lead{Name: fmt.Sprintf("Lead %d", i),
 			Email: fmt.Sprintf("lead%d@example.test", i), Company: "Initech"}); st != 200 {
 			t.Fatalf("webhook: %d", st)
 		}

@@ -44,9 +44,7 @@ func TestBrowserAuditLog(t *testing.T) {
 		api("POST", "/api/v1/sources/"+srcID+"/rotate-secret", map[string]any{"grace_seconds": i}, 200)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	browser, admin := adminTab(t, e, acme)
 	admin.open("/leads")
 	admin.submit(`[data-testid="nav-audit"]`) // click, and wait for the whole page: rows counted mid-load came up short
 	admin.waitText("h1", "Audit log")

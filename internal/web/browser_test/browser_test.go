@@ -1,10 +1,8 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/tenants"
 	"leadpipe/internal/webhooks/kinds"
@@ -21,47 +18,13 @@ import (
 
 const xss = `<script>alert(1)</script>`
 
-// sender posts signed Standard Webhooks deliveries like a real sender.
-type sender struct {
-	t      *testing.T
-	url    string
-	secret string
-}
-
-func (s sender) post(deliveryID, ref string, f kinds.Lead) int {
-	s.t.Helper()
-	now := time.Now()
-	body := kinds.SampleBody(kinds.Standard, deliveryID, ref, f, now)
-	return s.postRaw(deliveryID, body, now)
-}
-
-func (s sender) postRaw(deliveryID string, body []byte, now time.Time) int {
-	s.t.Helper()
-	h, body, err := kinds.Sign(kinds.Standard, nil, s.secret, deliveryID, body, now)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
-	req.Header = h
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode
-}
-
 // TestBrowserAcceptance is the first acceptance run in a real Chromium:
 // log in, a signed webhook's lead appears, status survives a re-delivery
 // with a changed email, a stale edit shows the conflict, a double-clicked
 // "Add note" makes one note, staff get 403 "Admins only" on an admin page, other tenants 404, and names
 // with markup render as text. Screenshots go to artifacts/screenshots.
 func TestBrowserAcceptance(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_browser", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_browser", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
 	beta := e.Tenant("beta")
@@ -69,14 +32,11 @@ func TestBrowserAcceptance(t *testing.T) {
 		Password: "sam-staff-password", Role: tenants.RoleStaff}); err != nil {
 		t.Fatal(err)
 	}
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
 	if _, _, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "typeform", Name: "Typeform demo request", Kind: "typeform"}); err != nil {
 		t.Fatal(err)
 	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
+	hook := e.Hook("acme", "website", kinds.Standard, secret)
 	leadID := func(ref string) string {
 		var id string
 		deadline := time.Now().Add(20 * time.Second)
@@ -98,7 +58,7 @@ func TestBrowserAcceptance(t *testing.T) {
 	admin.login(acme.Admin.Email, acme.AdminPassword)
 
 	t.Log("post a signed webhook; the lead appears in the inbox")
-	if st := hook.post("evt-1", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example", Company: "FBI", Phone: "+1 202 555 0101"}); st != 200 {
+	if st := hook.Post("evt-1", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example", Company: "FBI", Phone: "+1 202 555 0101"}); st != 200 {
 		t.Fatalf("webhook: %d", st)
 	}
 	admin.eventually("/leads", "the webhook's lead in the inbox", func() bool {
@@ -123,7 +83,7 @@ func TestBrowserAcceptance(t *testing.T) {
 	}
 
 	t.Log("re-post the webhook with a changed email: new email, still qualified")
-	if st := hook.post("evt-2", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana.scully@fbi.example", Company: "FBI"}); st != 200 {
+	if st := hook.Post("evt-2", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana.scully@fbi.example", Company: "FBI"}); st != 200 {
 		t.Fatalf("webhook 2: %d", st)
 	}
 	admin.eventually("/leads/"+id, "the new email on the lead page", func() bool {
@@ -192,7 +152,7 @@ func TestBrowserAcceptance(t *testing.T) {
 	}
 
 	t.Log("a name with markup renders as text everywhere")
-	if st := hook.post("evt-x", "contact-x", kinds.Lead{Name: xss, Email: "x@evil.example", Company: "<b>Evil</b> & Co"}); st != 200 {
+	if st := hook.Post("evt-x", "contact-x", kinds.Lead{Name: xss, Email: "x@evil.example", Company: "<b>Evil</b> & Co"}); st != 200 {
 		t.Fatalf("webhook xss: %d", st)
 	}
 	xid := leadID("contact-x")
@@ -223,14 +183,14 @@ func TestBrowserAcceptance(t *testing.T) {
 		{Name: "Grace Hopper", Email: "grace@navy.example", Company: "US Navy"},
 	}
 	for i, p := range people {
-		if st := hook.post(fmt.Sprintf("evt-p%d", i), fmt.Sprintf("contact-p%d", i), p); st != 200 {
+		if st := hook.Post(fmt.Sprintf("evt-p%d", i), fmt.Sprintf("contact-p%d", i), p); st != 200 {
 			t.Fatalf("webhook %d: %d", i, st)
 		}
 	}
-	if st := hook.post("evt-1", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example"}); st != 200 {
+	if st := hook.Post("evt-1", "contact-1", kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example"}); st != 200 {
 		t.Fatalf("duplicate: %d", st)
 	}
-	if st := hook.postRaw("evt-broken", []byte(`{"type":"contact.created","data":`), time.Now()); st != http.StatusUnprocessableEntity {
+	if st := hook.PostBody("evt-broken", []byte(`{"type":"contact.created","data":`), time.Now()); st != http.StatusUnprocessableEntity {
 		t.Fatalf("dead letter: %d", st)
 	}
 	for i, st := range []string{"contacted", "qualified", "won", "lost", "unqualified"} {

@@ -18,14 +18,9 @@ import (
 // A token preset (Unbounce) shows its secret webhook URL once created. Both
 // widths fit.
 func TestBrowserAddSourceFromCatalog(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_catalog", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_catalog", true)
 	ten := e.Tenant("acme")
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 
 	admin.open("/sources")
 	admin.submit(`[data-testid="open-catalog"]`)

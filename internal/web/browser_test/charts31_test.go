@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 )
@@ -48,17 +47,11 @@ func (tb *tab) fitsWidth(what string) {
 // 3 %), print their values and mark the alerting row; acknowledging the
 // alert takes it out of the banner and the nav badge but not off /alerts.
 func TestBrowserChartsReadable(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_charts31", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_charts31", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	mk := func(slug, name string) sources.Source {
-		s, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := e.Source(ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
 		return s
 	}
 	stormy, high, low := mk("landing", "Landing page"), mk("partner", "Partner feed"), mk("typeform", "Typeform")
@@ -69,14 +62,7 @@ func TestBrowserChartsReadable(t *testing.T) {
 	monitortest.Traffic{TenantID: ten.ID, SourceID: stormy.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(e.App.Stats, stormFrom, now.Add(time.Minute))
 	monitortest.Traffic{TenantID: ten.ID, SourceID: high.ID, PerMinute: 10, DupRate: 0.16, Seed: 3}.Add(e.App.Stats, now.Add(-24*time.Hour), now)
 	monitortest.Traffic{TenantID: ten.ID, SourceID: low.ID, PerMinute: 10, DupRate: 0.03, Seed: 4}.Add(e.App.Stats, now.Add(-24*time.Hour), now)
-	if err := mon.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
-		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evaluateEachMinute(t, mon, stormFrom, now)
 	open, _, err := mon.Alerts(ctx, ten.ID, "open", "", 50)
 	if err != nil {
 		t.Fatal(err)
@@ -91,9 +77,7 @@ func TestBrowserChartsReadable(t *testing.T) {
 		t.Fatalf("no open alert on the stormy source: %+v", open)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 
 	for _, vp := range widths {
 		admin.viewport(vp.w, vp.h, vp.mobile)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"leadpipe/internal/apptest"
 )
 
 // TestBrowserEndpointForms: an endpoint's events are the UI's styled
@@ -14,10 +12,7 @@ import (
 // danger button that asks first (naming the endpoint), and once accepted
 // the endpoint is gone from the list and from the API.
 func TestBrowserEndpointForms(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_epforms31", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_epforms31", false)
 	acme := e.Tenant("acme")
 	const url = "https://crm.example.com/hooks/leadpipe"
 	res := e.Do("POST", "/api/v1/endpoints", acme.Token, map[string]any{"url": url, "events": []string{"lead.created", "lead.updated"}})
@@ -27,9 +22,7 @@ func TestBrowserEndpointForms(t *testing.T) {
 	var ep struct{ ID string }
 	res.JSON(t, &ep)
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 	for _, path := range []string{"/settings/endpoints", "/settings/endpoints/" + ep.ID} {
 		admin.open(path)
 		if n, styled := admin.count(`[data-testid="field-events"] input[type=checkbox]`), admin.count(`[data-testid="field-events"] .check > input[type=checkbox]`); n != 4 || styled != n {

@@ -14,7 +14,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/db"
 	"leadpipe/internal/events"
 	"leadpipe/internal/ids"
@@ -52,18 +51,13 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *hookReceiver) count() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.ids) }
 
 func TestBrowserEndpoints(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_endpoints", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_endpoints", true)
 	acme, beta := e.Tenant("acme"), e.Tenant("beta")
 	recv := &hookReceiver{}
 	srv := httptest.NewServer(recv)
 	defer srv.Close()
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	browser, admin := adminTab(t, e, acme)
 
 	t.Log("an empty list with the create form")
 	if st := admin.open("/settings/endpoints"); st != 200 {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/tenants"
 )
@@ -23,10 +22,7 @@ import (
 // internal/leads); the sla_breach alert shows; the rule's form answers a
 // bad value with 422 and saves a good one; the page fits a 390 px phone.
 func TestBrowserFirstResponseOnMonitor(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_firstresp", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_firstresp", false)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
 	berlin, _ := time.LoadLocation("Europe/Berlin")
@@ -100,9 +96,7 @@ func TestBrowserFirstResponseOnMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 	if st := admin.open("/monitor"); st != 200 {
 		t.Fatalf("/monitor: %d", st)
 	}

@@ -14,6 +14,9 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"leadpipe/internal/apptest"
+	"leadpipe/internal/monitor"
 )
 
 // chromiumPath finds Debian's Chromium binary (the real one, not the
@@ -31,6 +34,41 @@ func chromiumPath() string {
 		return p
 	}
 	return ""
+}
+
+// browserApp skips the test when there is no Chromium, else starts the
+// application for it (worker: with the Asynq worker in the test).
+func browserApp(t *testing.T, prefix string, worker bool) *apptest.Env {
+	t.Helper()
+	if chromiumPath() == "" {
+		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	}
+	return apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisUI, Worker: worker})
+}
+
+// adminTab starts the browser and signs the tenant's admin in on a tab of
+// their own.
+func adminTab(t *testing.T, e *apptest.Env, ten apptest.Tenant) (context.Context, *tab) {
+	t.Helper()
+	browser := startBrowser(t)
+	admin := newTab(t, browser, e.URL, "admin")
+	admin.login(ten.Admin.Email, ten.AdminPassword)
+	return browser, admin
+}
+
+// evaluateEachMinute flushes the monitor's counters and evaluates the
+// alert rules once a minute after from through to, as the scheduler would.
+func evaluateEachMinute(t *testing.T, mon *monitor.Service, from, to time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := mon.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for m := from.Add(time.Minute); !m.After(to); m = m.Add(time.Minute) {
+		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // startBrowser launches one headless Chromium for the test; each tab made

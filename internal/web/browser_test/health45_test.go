@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
@@ -22,17 +21,11 @@ import (
 // with its open alerts; the alerts page groups the alerts and
 // "Acknowledge all" acknowledges every one. Screenshots: health45-*.png.
 func TestBrowserSourceHealth(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_health45", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_health45", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	mk := func(slug, name string) sources.Source {
-		s, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := e.Source(ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
 		return s
 	}
 	stormy, quiet := mk("landing", "Landing page"), mk("partner", "Partner feed")
@@ -46,14 +39,7 @@ func TestBrowserSourceHealth(t *testing.T) {
 		monitortest.Traffic{TenantID: ten.ID, SourceID: quiet.ID, PerMinute: 3, Seed: uint64(10 + k)}.Add(e.App.Stats, wk.Add(-2*time.Hour), wk.Add(time.Hour))
 	}
 	monitortest.Traffic{TenantID: ten.ID, SourceID: quiet.ID, PerMinute: 3, Seed: 3}.Add(e.App.Stats, now.Add(-3*time.Hour), now.Add(-70*time.Minute))
-	if err := mon.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
-		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evaluateEachMinute(t, mon, stormFrom, now)
 	open, _, err := mon.Alerts(ctx, ten.ID, monitor.StateOpen, "", 50)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +52,7 @@ func TestBrowserSourceHealth(t *testing.T) {
 		t.Fatalf("open alerts %v", rules)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 	for _, rng := range []string{"1h", "24h", "7d"} {
 		admin.open("/monitor/sources/" + stormy.ID + "?range=" + rng)
 		for _, vp := range widths {

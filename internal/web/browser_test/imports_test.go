@@ -109,9 +109,7 @@ func TestBrowserImport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := startBrowser(t)
-	admin := newTab(t, b, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 	admin.open("/leads")
 	admin.submit(`[data-testid="nav-imports"]`) // click, and wait for the whole page
 	admin.waitText("h1", "Import leads")
@@ -210,9 +208,7 @@ func TestBrowserExport(t *testing.T) {
 	if res.Status != 200 {
 		t.Fatalf("patch: %d %s", res.Status, res.Body)
 	}
-	b := startBrowser(t)
-	admin := newTab(t, b, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 
 	admin.open("/leads?view=all")
 	if href := run(admin, chromedp.AttributeValue(chromedp.CSS(`[data-testid="export"]`), "href", chromedp.NodeVisible)).Value; !strings.Contains(href, "view=all") {

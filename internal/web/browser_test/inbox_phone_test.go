@@ -111,10 +111,7 @@ func TestBrowserInboxOnAPhone(t *testing.T) {
 	}
 	d := newSalesDay(t, "ui_inbox_phone")
 	ctx := context.Background()
-	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 	const n = 1100
 	if _, err := leads.Seed(ctx, d.e.App.DB, d.acme.ID, leads.SeedOptions{N: n, SourceID: src.ID, RandSeed: 28}); err != nil {
 		t.Fatal(err)
@@ -130,9 +127,7 @@ func TestBrowserInboxOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, d.e.URL, "admin")
-	admin.login(d.acme.Admin.Email, d.acme.AdminPassword)
+	_, admin := adminTab(t, d.e, d.acme)
 	admin.phone()
 	admin.open("/leads")
 	row := admin.rect(`[data-testid="lead-row"]`)
@@ -284,9 +279,7 @@ func TestBrowserKeyboard(t *testing.T) {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
 	d := newSalesDay(t, "ui_keys", "Dana Scully", "Fox Mulder", "Walter Skinner")
-	browser := startBrowser(t)
-	admin := newTab(t, browser, d.e.URL, "admin")
-	admin.login(d.acme.Admin.Email, d.acme.AdminPassword)
+	_, admin := adminTab(t, d.e, d.acme)
 	admin.open("/leads")
 	// Newest first: Walter, Fox, Dana.
 	admin.key("j")

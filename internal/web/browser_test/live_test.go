@@ -39,23 +39,17 @@ const liveProbe = `(function(){
 // tenant, signed in at the same time, receives nothing. On the board the
 // lead waits behind "1 new lead — Show".
 func TestBrowserLiveInbox(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_live", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_live", true)
 	ctx := context.Background()
 	acme, globex := e.Tenant("acme"), e.Tenant("globex")
-	_, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website", Kind: "standard"})
 	adminID := acme.Admin.ID
 	if _, err := e.App.Web.Leads.PutAssignment(ctx, acme.ID, leads.Assignment{FirstResponseMinutes: 60,
 		Rules: []leads.AssignmentRule{{Name: "Everything to the admin", Strategy: leads.StrategyOwner, OwnerID: &adminID}}}); err != nil {
 		t.Fatal(err)
 	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
-	if st := hook.post("evt-seed", "seed-1", kinds.Lead{Name: "Seed Lead", Email: "seed@example.com"}); st != 200 {
+	hook := e.Hook("acme", "website", kinds.Standard, secret)
+	if st := hook.Post("evt-seed", "seed-1", kinds.Lead{Name: "Seed Lead", Email: "seed@example.com"}); st != 200 {
 		t.Fatalf("seed webhook: %d", st)
 	}
 	waitLead(t, e, acme.ID, "seed-1")
@@ -85,7 +79,7 @@ func TestBrowserLiveInbox(t *testing.T) {
 	gRows := g.count(`[data-testid="lead-row"]`)
 
 	start := time.Now()
-	if st := hook.post("evt-live", "live-1", kinds.Lead{Name: "Grace Hopper", Email: "grace@navy.example"}); st != 200 {
+	if st := hook.Post("evt-live", "live-1", kinds.Lead{Name: "Grace Hopper", Email: "grace@navy.example"}); st != 200 {
 		t.Fatalf("webhook: %d", st)
 	}
 	waitFor(t, a, "the new lead in the open inbox", 2*time.Second, func() bool {
@@ -123,7 +117,7 @@ func TestBrowserLiveInbox(t *testing.T) {
 	// The board does not move cards under the user: a strip offers them.
 	a.open("/leads/board")
 	waitSubscribers(t, e, 2)
-	if st := hook.post("evt-board", "board-1", kinds.Lead{Name: "Katherine Johnson", Email: "kj@nasa.example"}); st != 200 {
+	if st := hook.Post("evt-board", "board-1", kinds.Lead{Name: "Katherine Johnson", Email: "kj@nasa.example"}); st != 200 {
 		t.Fatalf("webhook: %d", st)
 	}
 	waitFor(t, a, "the 'new lead' strip on the board", 2*time.Second, func() bool {

@@ -1,10 +1,7 @@
 package browser_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,34 +20,19 @@ import (
 // ids, Save says how many failed deliveries would now map with "Reprocess
 // N", and after reprocessing a banner links the leads made.
 func TestBrowserMappingGuidedFix(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_map31", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_map31", true)
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
+	hook := e.Hook("acme", "form", kinds.Generic, secret)
+	hook.Config = wrong
 	const n = 3
 	for i := range n {
 		id := fmt.Sprintf("evt-%d", i)
 		body := kinds.SampleBody(kinds.Generic, id, fmt.Sprintf("lead-%d", i), kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, time.Now())
-		h, b, err := kinds.Sign(kinds.Generic, wrong, secret, id, body, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest("POST", e.URL+"/hooks/acme/form", bytes.NewReader(b))
-		req.Header = h
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Fatalf("webhook %d: %d", i, res.StatusCode)
+		if st := hook.PostBody(id, body, time.Now()); st != 200 {
+			t.Fatalf("webhook %d: %d", i, st)
 		}
 	}
 	apptest.Eventually(t, 20*time.Second, "deliveries failed", func() bool {

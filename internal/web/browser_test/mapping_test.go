@@ -1,10 +1,8 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -27,28 +25,16 @@ func TestBrowserMappingEditor(t *testing.T) {
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, secret, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
+	hook := e.Hook("acme", "form", kinds.Generic, secret)
+	hook.Config = wrong
 	const n = 3
 	sentAt := time.Now()
 	for i := 0; i < n; i++ {
 		body := kinds.SampleBody(kinds.Generic, fmt.Sprintf("evt-%d", i), fmt.Sprintf("lead-%d", i),
 			kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, sentAt)
-		h, b, err := kinds.Sign(kinds.Generic, wrong, secret, fmt.Sprintf("evt-%d", i), body, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest("POST", e.URL+"/hooks/acme/form", bytes.NewReader(b))
-		req.Header = h
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Fatalf("webhook %d: %d", i, res.StatusCode)
+		if st := hook.PostBody(fmt.Sprintf("evt-%d", i), body, time.Now()); st != 200 {
+			t.Fatalf("webhook %d: %d", i, st)
 		}
 	}
 	var failed int
@@ -141,10 +127,7 @@ func TestBrowserMappingEditor(t *testing.T) {
 func TestBrowserMapNoJS(t *testing.T) {
 	e := apptest.New(t, "browser_mapping_nojs", apptest.Options{RedisDB: apptest.RedisUI})
 	ten := e.Tenant("acme")
-	src, _, err := e.App.Sources.Create(context.Background(), ten.ID, sources.CreateInput{Slug: "form", Name: "Form", Kind: kinds.Generic, Config: kinds.SampleConfig(kinds.Generic)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Form", Kind: kinds.Generic, Config: kinds.SampleConfig(kinds.Generic)})
 	b := startBrowser(t)
 	tb := newTab(t, b, e.URL, "admin")
 	if _, err := chromedp.Call(tb.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -22,18 +21,12 @@ import (
 // lead's page points at the survivor, the inbox lists one lead, and the
 // unmerge button brings the merged lead back. Pages fit 390 px.
 func TestBrowserMerge(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_merge", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_merge", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
-	if st := hook.post("evt-1", "contact-1", kinds.Lead{Name: "Dana S.", Email: "Dana@FBI.example", Company: "FBI Field Office", Phone: "+1 202 555 0101"}); st != 200 {
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
+	hook := e.Hook("acme", "website", kinds.Standard, secret)
+	if st := hook.Post("evt-1", "contact-1", kinds.Lead{Name: "Dana S.", Email: "Dana@FBI.example", Company: "FBI Field Office", Phone: "+1 202 555 0101"}); st != 200 {
 		t.Fatalf("webhook: %d", st)
 	}
 	var webID string
@@ -53,9 +46,7 @@ func TestBrowserMerge(t *testing.T) {
 	var hand struct{ ID string }
 	r.JSON(t, &hand)
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 
 	t.Log("the inbox view lists both")
 	admin.open("/leads?view=duplicates")

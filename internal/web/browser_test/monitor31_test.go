@@ -20,20 +20,14 @@ import (
 // repeat of a delivery received three days earlier included; and with
 // real traffic the duplicates stat above counts the same repeats.
 func TestBrowserMonitorCountsAgree(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_moncount31", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_moncount31", false)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/landing", secret: secret}
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
+	hook := e.Hook("acme", "landing", kinds.Standard, secret)
 	post := func(id string) {
 		t.Helper()
-		if st := hook.post(id, "ref-"+id, kinds.Lead{Name: "Lead " + id, Email: id + "@example.test"}); st != 200 {
+		if st := hook.Post(id, "ref-"+id, kinds.Lead{Name: "Lead " + id, Email: id + "@example.test"}); st != 200 {
 			t.Fatalf("webhook %s: %d", id, st)
 		}
 	}
@@ -60,9 +54,7 @@ func TestBrowserMonitorCountsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 	page := "/monitor/sources/" + src.ID + "?range=1h"
 	admin.open(page)
 	note := admin.text(`[data-testid="window-count-note"]`)

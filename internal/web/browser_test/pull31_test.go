@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/reconcile/fakeapi"
 	"leadpipe/internal/sources"
 )
@@ -21,23 +20,15 @@ import (
 // never in the page's HTML, a blank token field keeps it, and "Reconcile
 // now" pulls the fake Typeform API's leads with it.
 func TestBrowserPullSettings(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_pull31", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_pull31", true)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
-	src, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "demo-form", Name: "Typeform demo request", Kind: "typeform"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := e.Source(ten.ID, sources.CreateInput{Slug: "demo-form", Name: "Typeform demo request", Kind: "typeform"})
 	const token = "tfp_Secret-Pull-Token-4242"
 	fake := fakeapi.NewTypeform(t, "F1x2Y3", fakeapi.MakeLeads(3, "tf", time.Now().Add(-2*time.Hour), time.Minute))
 	fake.RequireToken(token)
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 	page := "/sources/" + src.ID
 	admin.open(page)
 	if admin.count(`[data-testid="reconcile-now"]`) != 0 {

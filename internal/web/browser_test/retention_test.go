@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/retention"
 	"leadpipe/internal/tenants"
 )
@@ -19,19 +18,14 @@ import (
 // a good one saved (and audited); staff get 403; a cross-site post is
 // refused.
 func TestBrowserRetention(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_browser_retention", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_browser_retention", false)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
 	if _, err := e.App.Tenants.CreateUser(ctx, acme.ID, tenants.CreateUserInput{Email: "sam@acme.test", Name: "Sam Staff",
 		Password: "sam-password-1", Role: tenants.RoleStaff}); err != nil {
 		t.Fatal(err)
 	}
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	browser, admin := adminTab(t, e, acme)
 	if st := admin.open("/settings/retention"); st != 200 {
 		t.Fatalf("retention page: %d", st)
 	}

@@ -245,14 +245,8 @@ func TestBrowserEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "website-contact-form-with-a-long-slug", Name: "Website contact form", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb, _, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, _ := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "website-contact-form-with-a-long-slug", Name: "Website contact form", Kind: "standard"})
+	fb, _ := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "fb", Name: "Facebook Lead Ads", Kind: "meta", VerifyToken: "verify-me"})
 	// A Meta lead as its webhook leaves it: only ids (this source has no
 	// access token to fetch the rest).
 	metaID, _, err := leads.UpsertFromSender(ctx, d.e.App.DB, d.acme.ID, fb.ID, leads.SenderRecord{SourceRef: "987654321012345",
@@ -266,14 +260,7 @@ func TestBrowserEveryPage(t *testing.T) {
 	stormFrom := now.Add(-10 * time.Minute)
 	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 1}.Add(d.e.App.Stats, now.Add(-24*time.Hour), stormFrom)
 	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(d.e.App.Stats, stormFrom, now)
-	if err := mon.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
-		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evaluateEachMinute(t, mon, stormFrom, now)
 
 	browser := startBrowser(t)
 	anon := newTab(t, browser, d.e.URL, "anonymous")
@@ -361,10 +348,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	}
 	d := newSalesDay(t, "ui_charts")
 	ctx := context.Background()
-	src, secret, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
 	mon := d.e.App.Web.Monitor
 	now := time.Now().UTC().Truncate(time.Minute)
 	stormFrom := now.Add(-10 * time.Minute)
@@ -372,14 +356,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 1}.Add(d.e.App.Stats, now.Add(-24*time.Hour), now.Add(-35*time.Minute))
 	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 12, DupRate: 0.02, Seed: 3}.Add(d.e.App.Stats, now.Add(-25*time.Minute), stormFrom)
 	monitortest.Traffic{TenantID: d.acme.ID, SourceID: src.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(d.e.App.Stats, stormFrom, now)
-	if err := mon.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
-		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evaluateEachMinute(t, mon, stormFrom, now)
 	open, _, err := mon.Alerts(ctx, d.acme.ID, "open", "", 50)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("want one open alert: %v %v", open, err)
@@ -388,9 +365,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, d.e.URL, "admin")
-	admin.login(d.acme.Admin.Email, d.acme.AdminPassword)
+	_, admin := adminTab(t, d.e, d.acme)
 	admin.open("/alerts?state=all")
 	when := admin.text(`[data-testid="alert-when"]`)
 	if !strings.Contains(when, open[0].FiredAt.UTC().Format("Jan 02, 15:04")) || !strings.Contains(admin.text(`[data-testid="acked-by"]`), "Admin acme") {
@@ -405,9 +380,9 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 	admin.screenshot("alerts-actionable")
 
 	t.Log("the alert's duplicate deliveries: a retry re-sent one of two")
-	hook := sender{t: t, url: d.e.URL + "/hooks/acme/landing", secret: secret}
+	hook := d.e.Hook("acme", "landing", kinds.Standard, secret)
 	for _, id := range []string{"evt-storm-1", "evt-storm-2", "evt-storm-1", "evt-storm-1"} {
-		if st := hook.post(id, "ref-"+id, kinds.Lead{Name: "Storm " + id, Email: id + "@example.test"}); st != 200 {
+		if st := hook.Post(id, "ref-"+id, kinds.Lead{Name: "Storm " + id, Email: id + "@example.test"}); st != 200 {
 			t.Fatalf("webhook %s: %d", id, st)
 		}
 	}

@@ -24,18 +24,12 @@ import (
 // requests with its reason (no secret on the page), and "Send a test
 // delivery" answers with the endpoint's real outcome. Both widths fit.
 func TestBrowserDeadLetters(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_dead31", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_dead31", true)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.event.id"`, `"$.event.uuid"`, 1))
-	src, secret, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
 	post := func(body []byte, h http.Header) int {
 		t.Helper()
 		req, _ := http.NewRequest("POST", e.URL+"/hooks/acme/form", bytes.NewReader(body))
@@ -66,9 +60,7 @@ func TestBrowserDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 	page := "/sources/" + src.ID
 	admin.open(page)
 	if n := admin.count(`[data-testid="dead-letter-row"]`); n != 2 {

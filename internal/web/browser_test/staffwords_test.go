@@ -99,14 +99,11 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 	d := newSalesDayWith(t, "ui_staff_words", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
 	ctx := context.Background()
 	db := d.e.App.DB
-	src, secret, err := d.e.App.Sources.Create(ctx, d.acme.ID, sources.CreateInput{Slug: "checkout", Name: "Checkout (Stripe-style signature)", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, secret := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "checkout", Name: "Checkout (Stripe-style signature)", Kind: "standard"})
 	if _, err := leads.Seed(ctx, db, d.acme.ID, leads.SeedOptions{N: 60, SourceID: src.ID, RandSeed: 44}); err != nil {
 		t.Fatal(err)
 	}
-	hook := sender{t: t, url: d.e.URL + "/hooks/acme/checkout", secret: secret}
+	hook := d.e.Hook("acme", "checkout", kinds.Standard, secret)
 	leadOf := func(ref string) string {
 		var id string
 		deadline := time.Now().Add(20 * time.Second)
@@ -121,7 +118,7 @@ func TestBrowserStaffPagesSpeakSales(t *testing.T) {
 	// A sender's retry: one delivery twice (a repeat), the lead Sam's.
 	const ref, evt = "lead-1796000-198", "evt-1796000-198"
 	for range 2 {
-		if st := hook.post(evt, ref, kinds.Lead{Name: "Riley Retry", Email: "riley@retry.example", Company: "Retry Works"}); st != 200 {
+		if st := hook.Post(evt, ref, kinds.Lead{Name: "Riley Retry", Email: "riley@retry.example", Company: "Retry Works"}); st != 200 {
 			t.Fatalf("webhook: %d", st)
 		}
 	}

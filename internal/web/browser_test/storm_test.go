@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 )
@@ -16,34 +15,18 @@ import (
 // evaluator fires on that source only, the admin sees the banner, and the
 // source's chart shows the storm (screenshot: monitor-storm-*.png).
 func TestBrowserStormChart(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_storm", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_storm", false)
 	ctx := context.Background()
 	ten := e.Tenant("storm")
-	stormy, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "typeform", Name: "Typeform", Kind: "typeform"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stormy, _ := e.Source(ten.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
+	quiet, _ := e.Source(ten.ID, sources.CreateInput{Slug: "typeform", Name: "Typeform", Kind: "typeform"})
 	mon := e.App.Web.Monitor
 	now := time.Now().UTC().Truncate(time.Minute)
 	stormFrom := now.Add(-10 * time.Minute)
 	monitortest.Traffic{TenantID: ten.ID, SourceID: stormy.ID, PerMinute: 12, DupRate: 0.02, Seed: 1}.Add(e.App.Stats, now.Add(-24*time.Hour), stormFrom)
 	monitortest.Traffic{TenantID: ten.ID, SourceID: stormy.ID, PerMinute: 40, DupRate: 0.40, Seed: 2}.Add(e.App.Stats, stormFrom, now)
 	monitortest.Traffic{TenantID: ten.ID, SourceID: quiet.ID, PerMinute: 6, DupRate: 0.02, Seed: 3}.Add(e.App.Stats, now.Add(-24*time.Hour), now)
-	if err := mon.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for m := stormFrom.Add(time.Minute); !m.After(now); m = m.Add(time.Minute) {
-		if err := mon.Evaluate(ctx, m.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evaluateEachMinute(t, mon, stormFrom, now)
 	open, _, err := mon.Alerts(ctx, ten.ID, "open", "", 50)
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +35,7 @@ func TestBrowserStormChart(t *testing.T) {
 		t.Fatalf("want one open alert on the stormy source, got %+v", open)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 	admin.open("/monitor/sources/" + stormy.ID)
 	if admin.count(`[data-testid="alert-banner"]`) != 1 {
 		t.Fatal("no open-alert banner for the admin")

@@ -19,10 +19,7 @@ import (
 // only. An admin then makes a scoped token with an expiry on the tokens
 // page and sees both in the list.
 func TestBrowserPersonInTwoTenants(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_browser_tenants", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_browser_tenants", false)
 	ctx := context.Background()
 	acme, beta := e.Tenant("acme"), e.Tenant("beta")
 	for _, ten := range []apptest.Tenant{acme, beta} {
@@ -30,10 +27,7 @@ func TestBrowserPersonInTwoTenants(t *testing.T) {
 			Password: "pat-password-1", Role: tenants.RoleStaff}); err != nil {
 			t.Fatal(err)
 		}
-		src, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		src, _ := e.Source(ten.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
 		name := "Lead of " + ten.Slug
 		if _, _, err := leads.UpsertFromSender(ctx, e.App.DB, ten.ID, src.ID, leads.SenderRecord{SourceRef: "r1", Name: name,
 			Email: ten.Slug + "@lead.test", Payload: []byte(`{"id":"r1"}`)}, time.Now().UTC()); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -21,20 +20,14 @@ import (
 // deliveries + repeats) and the raw payload, folded until asked for;
 // people's entries (a status change, a note) stand out from the sender's.
 func TestBrowserTimeline(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_timeline", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "ui_timeline", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret, err := e.App.Sources.Create(ctx, acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := sender{t: t, url: e.URL + "/hooks/acme/website", secret: secret}
+	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
+	hook := e.Hook("acme", "website", kinds.Standard, secret)
 	dana := kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example", Company: "FBI", Phone: "+1 202 555 0101"}
 	for _, id := range []string{"evt-a", "evt-b", "evt-c"} {
-		if st := hook.post(id, "contact-1", dana); st != 200 {
+		if st := hook.Post(id, "contact-1", dana); st != 200 {
 			t.Fatalf("webhook %s: %d", id, st)
 		}
 	}
@@ -48,9 +41,7 @@ func TestBrowserTimeline(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	_, admin := adminTab(t, e, acme)
 	admin.open("/leads/" + leadID)
 	admin.choose(`#f-status`, "contacted")
 	admin.do(chromedp.SendKeys(chromedp.CSS(`#f-body`), "Called Dana, left a voicemail.", chromedp.NodeVisible))
@@ -60,7 +51,7 @@ func TestBrowserTimeline(t *testing.T) {
 	const sightings = "Received 12× · 3 deliveries, 9 repeats"
 	for id, n := range map[string]int{"evt-a": 3, "evt-b": 2, "evt-c": 4} {
 		for range n {
-			if st := hook.post(id, "contact-1", dana); st != 200 {
+			if st := hook.Post(id, "contact-1", dana); st != 200 {
 				t.Fatalf("re-post %s: %d", id, st)
 			}
 		}

@@ -82,6 +82,7 @@ func (googleAdsKind) Map(raw json.RawMessage) (Lead, error) {
 		Company:   col["COMPANY_NAME"],
 		CreatedAt: firstTime(doc, "lead_submit_time"), // newer api_versions only
 		Payload:   payload,
+		Touch:     googleAdsTouch(doc),
 	}
 	if doc.boolean("is_test") {
 		l.Tags = []string{"test"}

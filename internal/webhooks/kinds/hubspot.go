@@ -137,7 +137,9 @@ func hubspotRecords(events []json.RawMessage) ([]Record, error) {
 }
 
 // Map: natural key objectId. A contact.propertyChange event sets only its
-// property (the upsert leaves empty fields as they are); contact.creation
+// property (the upsert leaves empty fields as they are; firstname and
+// lastname are the name's parts, each kept when the other changes);
+// contact.creation
 // makes the lead from objectId alone. A contact object with "properties"
 // (a workflow's webhook) maps email, firstname + lastname, phone, company.
 // Events carry no record order of their own across properties, so receipt
@@ -168,10 +170,12 @@ func (hubspotKind) Map(raw json.RawMessage) (Lead, error) {
 		switch strings.ToLower(doc.scalar("propertyName")) {
 		case "email":
 			l.Email = v
-		case "firstname", "lastname":
-			// One half of the name: the lead keeps one name field, so
-			// writing a half would drop the other (docs/SENDERS.md,
-			// "HubSpot"). The payload keeps the value.
+		case "firstname":
+			// One part of the name: the lead changes that part and
+			// keeps the other (docs/SENDERS.md, "HubSpot").
+			l.FirstName = v
+		case "lastname":
+			l.LastName = v
 		case "phone", "mobilephone":
 			l.Phone = v
 		case "company":
@@ -180,7 +184,8 @@ func (hubspotKind) Map(raw json.RawMessage) (Lead, error) {
 		return l, nil
 	}
 	l.Email = prop("email")
-	l.Name = joinName(prop("firstname"), prop("lastname"))
+	l.FirstName, l.LastName = prop("firstname"), prop("lastname")
+	l.Name = joinName(l.FirstName, l.LastName)
 	l.Phone = firstNonEmpty(prop("phone"), prop("mobilephone"))
 	l.Company = prop("company")
 	if strings.HasSuffix(doc.scalar("subscriptionType"), ".creation") {

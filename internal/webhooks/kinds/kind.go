@@ -51,6 +51,11 @@ type Lead struct {
 	SourceRef string // natural key, normalised with NormalizeID
 	Email     string
 	Name      string
+	// FirstName and LastName are set where the sender sends the name in
+	// parts that arrive apart (HubSpot): the lead then changes that part
+	// of its name and keeps the other. Name is not read then.
+	FirstName string
+	LastName  string
 	Phone     string
 	Company   string
 	CreatedAt *time.Time // sender's creation time when the payload has one (UTC)

@@ -60,24 +60,49 @@ func LinkedInChallenge(code string, secrets []string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// Parse: the delivery id is the notification's own id where it has one,
-// else the lead form response URN (with its action when it is not CREATED:
-// a response created and later deleted are two deliveries), else the
-// SHA-256 of the body.
+// LinkedIn's lead notification (Lead Sync API, "Lead Notifications":
+// https://learn.microsoft.com/en-us/linkedin/marketing/lead-sync/leadsync)
+// is {"type":"LEAD_ACTION","leadGenFormResponse":"urn:li:leadGenFormResponse:<id>",
+// "leadGenForm":"urn:li:versionedLeadGenForm:(urn:li:leadGenForm:<form>,<version>)",
+// "owner":{…},"associatedEntity":{…},"leadType","leadAction":"CREATED"|"DELETED",
+// "occurredAt"}. It carries no notification id of its own, so a lead is
+// deduplicated by its response id: the <id> of the URN, which is also the
+// "id" of that response in the lead form responses API
+// (GET /rest/leadFormResponses/{id}); the notification and the fetched
+// response are then one lead.
+const linkedinResponseURN = "urn:li:leadGenFormResponse:"
+
+// LinkedInResponseID is the lead form response id of a leadGenFormResponse
+// URN, or of a bare id (returned as is).
+func LinkedInResponseID(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > len(linkedinResponseURN) && strings.EqualFold(v[:len(linkedinResponseURN)], linkedinResponseURN) {
+		return v[len(linkedinResponseURN):]
+	}
+	return v
+}
+
+// Parse: the delivery id is the notification's own id where a sender adds
+// one, else the lead form response id (with the action when it is not
+// CREATED: a response created and later deleted are two deliveries), else
+// the response's own id (a response posted as the API returns it), else
+// the SHA-256 of the body.
 func (linkedinKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 	if err := checkBody(body); err != nil {
 		return nil, err
 	}
 	doc := decodeObject(body)
-	id := cleanID(firstNonEmpty(doc.scalar("notificationId"), doc.scalar("id")))
+	id := cleanID(doc.scalar("notificationId"))
 	if id == "" {
-		if resp := doc.scalar("leadGenFormResponse"); resp != "" {
-			id = resp
+		if resp := LinkedInResponseID(doc.scalar("leadGenFormResponse")); resp != "" {
 			if a := doc.scalar("leadAction"); a != "" && a != "CREATED" {
-				id += "/" + a
+				resp += "/" + a
 			}
-			id = cleanID(id)
+			id = cleanID(resp)
 		}
+	}
+	if id == "" {
+		id = cleanID(doc.scalar("id"))
 	}
 	if id == "" {
 		id = bodyHash(body)
@@ -85,15 +110,19 @@ func (linkedinKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
 }
 
-// Map accepts a Lead Sync notification (natural key leadGenFormResponse; no
-// lead fields: "details pending" until the API is asked) and a lead form
-// response from the API (natural key id; answers by predefined field).
+// Map accepts a Lead Sync notification (no person: "details pending" until
+// the API is asked) and a lead form response as the lead form responses API
+// returns it (fetched, or listed by reconcile). Both have the response id
+// as natural key. A response's answers carry only a questionId; which
+// question asked for the e-mail or the name is in the form's questions
+// (predefinedField), which the API returns with the response when asked
+// for the form (pull.LinkedInFields).
 func (linkedinKind) Map(raw json.RawMessage) (Lead, error) {
 	doc := decodeObject(raw)
 	if doc == nil {
 		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
 	}
-	ref := firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id"))
+	ref := LinkedInResponseID(firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id")))
 	if ref == "" {
 		return Lead{}, fmt.Errorf("%w: leadGenFormResponse (or id) is missing", ErrNoNaturalKey)
 	}
@@ -101,25 +130,121 @@ func (linkedinKind) Map(raw json.RawMessage) (Lead, error) {
 	if err != nil {
 		return Lead{}, err
 	}
+	fd := linkedinAnswers(doc)
+	l := Lead{
+		SourceRef: NormalizeID(ref),
+		Email:     firstNonEmpty(fd["EMAIL"], fd["WORK_EMAIL"]),
+		Name:      firstNonEmpty(fd["FULL_NAME"], joinName(fd["FIRST_NAME"], fd["LAST_NAME"])),
+		Phone:     firstNonEmpty(fd["PHONE_NUMBER"], fd["WORK_PHONE_NUMBER"], fd["WORK_PHONE"], fd["MOBILE_PHONE_NUMBER"]),
+		Company:   firstNonEmpty(fd["COMPANY_NAME"], fd["COMPANY"]),
+		Payload:   payload,
+		Touch:     linkedinTouch(doc),
+	}
+	if t := firstTime(doc, "submittedAt", "occurredAt", "occuredAt"); t != nil {
+		l.CreatedAt = t
+	}
+	if doc.boolean("testLead") {
+		l.Tags = []string{"test"}
+	}
+	return l, nil
+}
+
+// linkedinAnswers maps each text answer to its question's predefinedField
+// (EMAIL, FIRST_NAME, …), found on the answer itself or, as LinkedIn
+// returns it, on the form question with the answer's questionId.
+func linkedinAnswers(doc object) map[string]string {
+	predefined := map[string]string{}
+	for _, q := range doc.object("form").object("content").array("questions") {
+		qo := decodeObject(q)
+		if id, f := qo.scalar("questionId"), qo.scalar("predefinedField"); id != "" && f != "" {
+			predefined[id] = f
+		}
+	}
 	fd := map[string]string{}
 	for _, a := range doc.object("formResponse").array("answers") {
 		ans := decodeObject(a)
-		name := strings.ToUpper(firstNonEmpty(ans.scalar("predefinedField"), ans.scalar("name")))
+		name := strings.ToUpper(firstNonEmpty(ans.scalar("predefinedField"), predefined[ans.scalar("questionId")], ans.scalar("name")))
 		v := ans.object("answerDetails").object("textQuestionAnswer").scalar("answer")
 		if name != "" && v != "" && fd[name] == "" {
 			fd[name] = v
 		}
 	}
-	l := Lead{
-		SourceRef: NormalizeID(ref),
-		Email:     firstNonEmpty(fd["EMAIL"], fd["WORK_EMAIL"]),
-		Name:      firstNonEmpty(fd["FULL_NAME"], joinName(fd["FIRST_NAME"], fd["LAST_NAME"])),
-		Phone:     firstNonEmpty(fd["PHONE_NUMBER"], fd["WORK_PHONE"]),
-		Company:   firstNonEmpty(fd["COMPANY_NAME"], fd["COMPANY"]),
-		Payload:   payload,
+	return fd
+}
+
+// LinkedInAttribution is the touch a LinkedIn record names (docs/API.md,
+// "Attribution"): campaign_id (and campaign_name when the API was asked
+// for leadMetadataInfo), ad_id (the sponsored creative), form_id (the lead
+// gen form, without its version) and at. Ids are the numbers of LinkedIn's
+// URNs, as Campaign Manager shows them. Nil when the record names none,
+// and for a lead notification (see linkedinTouch).
+func LinkedInAttribution(raw json.RawMessage) Touch {
+	doc := decodeObject(raw)
+	if doc == nil {
+		return nil
 	}
-	if t := firstTime(doc, "submittedAt", "occuredAt", "occurredAt"); t != nil {
-		l.CreatedAt = t
+	if t := linkedinTouch(doc); t != nil {
+		return t.Last
 	}
-	return l, nil
+	return nil
+}
+
+func linkedinTouch(doc object) *Touches {
+	if doc.scalar("leadGenFormResponse") != "" {
+		// A notification names the form, not the campaign; the response
+		// fetched for it is the same submission with the whole touch.
+		// Recording the notification's partial touch would fix it as the
+		// lead's first touch, which a later record never changes.
+		return nil
+	}
+	meta := doc.object("leadMetadata").object("sponsoredLeadMetadata")
+	entity := doc.object("associatedEntity")
+	t := Touch{
+		"campaign_id": urnID(firstNonEmpty(meta.scalar("campaign"), entity.scalar("sponsoredCampaign"), entity.scalar("campaign"))),
+		"campaign_name": doc.object("leadMetadataInfo").object("sponsoredLeadMetadataInfo").
+			object("campaign").scalar("name"),
+		"ad_id":   urnID(firstNonEmpty(entity.scalar("associatedCreative"), entity.scalar("sponsoredCreative"))),
+		"form_id": linkedinFormID(firstNonEmpty(doc.scalar("versionedLeadGenFormUrn"), doc.scalar("leadGenForm"))),
+	}
+	found := false
+	for k, v := range t {
+		if v == "" {
+			delete(t, k)
+		} else {
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	if at := firstTime(doc, "submittedAt", "occurredAt", "occuredAt"); at != nil {
+		t["at"] = at.Format(time.RFC3339Nano)
+	}
+	return &Touches{Last: t}
+}
+
+// urnID is the last part of a URN ("urn:li:sponsoredCampaign:198356826" →
+// "198356826"); a value that is no URN is returned as is.
+func urnID(v string) string {
+	if strings.HasPrefix(v, "urn:") {
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			return v[i+1:]
+		}
+	}
+	return v
+}
+
+// linkedinFormID is the form id of a versioned form URN
+// ("urn:li:versionedLeadGenForm:(urn:li:leadGenForm:7234246,1)" → "7234246"),
+// or of a plain leadGenForm URN.
+func linkedinFormID(v string) string {
+	const form = "urn:li:leadGenForm:"
+	if i := strings.Index(v, form); i >= 0 {
+		rest := v[i+len(form):]
+		if j := strings.IndexAny(rest, ",)"); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	return urnID(v)
 }

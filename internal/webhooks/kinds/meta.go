@@ -125,6 +125,7 @@ func (metaKind) Map(raw json.RawMessage) (Lead, error) {
 		CreatedAt: firstTime(doc, "created_time"),
 		EventTime: firstTime(doc, "created_time"),
 		Payload:   payload,
+		Touch:     metaTouch(doc),
 	}, nil
 }
 

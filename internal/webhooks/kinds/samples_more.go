@@ -24,15 +24,15 @@ type linkedInNotification struct {
 	AssociatedEntity    linkedInEntity `json:"associatedEntity"`
 	LeadAction          string         `json:"leadAction"`
 	LeadType            string         `json:"leadType"`
-	OccuredAt           int64          `json:"occuredAt"`
+	OccurredAt          int64          `json:"occurredAt"`
 }
 
-func sampleLinkedIn(responseURN string, created time.Time) linkedInNotification {
-	return linkedInNotification{Type: "LEAD_ACTION", LeadGenFormResponse: responseURN,
+func sampleLinkedIn(responseID string, created time.Time) linkedInNotification {
+	return linkedInNotification{Type: "LEAD_ACTION", LeadGenFormResponse: linkedinResponseURN + responseID,
 		LeadGenForm:      "urn:li:versionedLeadGenForm:(urn:li:leadGenForm:4711,1)",
 		Owner:            linkedInOwner{SponsoredAccount: "urn:li:sponsoredAccount:522529623"},
 		AssociatedEntity: linkedInEntity{SponsoredCampaign: "urn:li:sponsoredCampaign:139371234"},
-		LeadAction:       "CREATED", LeadType: "SPONSORED", OccuredAt: created.UnixMilli()}
+		LeadAction:       "CREATED", LeadType: "SPONSORED", OccurredAt: created.UnixMilli()}
 }
 
 type hubspotEvent struct {

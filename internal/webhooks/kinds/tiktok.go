@@ -111,6 +111,7 @@ func (tiktokKind) Map(raw json.RawMessage) (Lead, error) {
 	l.SourceRef, l.Payload = NormalizeID(ref), payload
 	l.CreatedAt = firstNonNilTime(firstTime(lead, "create_time"), firstTime(doc, "create_time"))
 	l.EventTime = l.CreatedAt
+	l.Touch = tiktokTouch(lead)
 	return l, nil
 }
 

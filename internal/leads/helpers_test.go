@@ -1,0 +1,50 @@
+package leads_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/db"
+	"leadpipe/internal/leads"
+)
+
+// listAll pages through svc.List from f (its Limit the page size) and
+// returns every lead id in order.
+func listAll(ctx context.Context, t *testing.T, svc *leads.Service, tenant string, f leads.Filter) []string {
+	t.Helper()
+	var got []string
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("paging does not end")
+		}
+		p, err := svc.List(ctx, tenant, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range p.Items {
+			got = append(got, l.ID)
+		}
+		if p.NextCursor == "" {
+			return got
+		}
+		f.Cursor = p.NextCursor
+	}
+}
+
+// upsertBatch writes sender records in one transaction, as the worker's
+// batch does, failing the test on an error.
+func upsertBatch(ctx context.Context, t *testing.T, d *sqlx.DB, tenant string, recs ...leads.BatchRecord) []leads.UpsertOutcome {
+	t.Helper()
+	var out []leads.UpsertOutcome
+	if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
+		var err error
+		out, err = leads.UpsertFromSenderBatch(ctx, tx, tenant, recs, time.Now().UTC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
