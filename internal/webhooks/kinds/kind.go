@@ -401,7 +401,8 @@ func isEmptyConfig(config json.RawMessage) bool {
 }
 
 // HeaderDeliveryID returns the delivery id a request carries in a header
-// (standard: webhook-id; generic with delivery_id_header), exactly as Parse
+// (standard: webhook-id; generic and token with delivery_id_header),
+// exactly as Parse
 // would return it, or "" when the kind takes it from the body. It lets the
 // ingest path recognise a duplicate right after the signature check,
 // without reading the body again.
@@ -410,6 +411,10 @@ func HeaderDeliveryID(k Kind, h http.Header) string {
 	case standardKind:
 		return cleanID(h.Get(headerWebhookID))
 	case *genericKind:
+		if k.idHeader != "" {
+			return cleanID(h.Get(k.idHeader))
+		}
+	case *tokenKind:
 		if k.idHeader != "" {
 			return cleanID(h.Get(k.idHeader))
 		}

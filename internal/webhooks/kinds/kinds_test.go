@@ -948,3 +948,38 @@ func TestNamesAndNew(t *testing.T) {
 		t.Error("Sign with a bad standard secret succeeded")
 	}
 }
+
+// TestHeaderDeliveryIDMatchesParse: the id the ingest path reads from a
+// header to answer a known duplicate early is the id Parse returns, for
+// every kind that carries it in a header.
+func TestHeaderDeliveryIDMatchesParse(t *testing.T) {
+	h := http.Header{"Webhook-Id": {" msg_1 "}, "X-Delivery-Id": {"d-7"}}
+	cases := []struct {
+		kind   string
+		config string
+		want   string
+	}{
+		{Standard, ``, "msg_1"},
+		{Generic, `{"natural_key_path":"$.id","delivery_id_header":"X-Delivery-Id"}`, "d-7"},
+		{Token, `{"natural_key_path":"$.id","delivery_id_header":"X-Delivery-Id"}`, "d-7"},
+		{Token, `{"natural_key_path":"$.id","delivery_id_path":"$.id"}`, ""},
+		{Generic, `{"natural_key_path":"$.id","delivery_id_path":"$.id"}`, ""},
+	}
+	for _, c := range cases {
+		k, err := New(c.kind, json.RawMessage(c.config))
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.kind, c.config, err)
+		}
+		got := HeaderDeliveryID(k, h)
+		if got != c.want {
+			t.Errorf("%s %s: HeaderDeliveryID = %q, want %q", c.kind, c.config, got, c.want)
+		}
+		if got == "" {
+			continue
+		}
+		recs, err := k.Parse(h, []byte(`{"id":"n1"}`))
+		if err != nil || len(recs) != 1 || recs[0].DeliveryID != got {
+			t.Errorf("%s: Parse = %+v, %v; want one record with delivery id %q", c.kind, recs, err, got)
+		}
+	}
+}
