@@ -40,7 +40,7 @@ import (
 // the database and is as right, only slower.
 
 // DuplicateHold is how long a duplicate answered from memory may hold its
-// count before it is written (docs/ARCHITECTURE.md via issue #46: up to 5 s, or
+// count before it is written (docs/ARCHITECTURE.md: up to 5 s, or
 // until the memory bound, whichever comes first).
 const DuplicateHold = 5 * time.Second
 
