@@ -76,12 +76,12 @@ func TestBrowserTimeline(t *testing.T) {
 	if got := admin.text(`[data-lead-id="` + leadID + `"]`); strings.Contains(got, "Received") || strings.Contains(got, "repeat") {
 		t.Errorf("inbox row says %q", got)
 	}
-	admin.screenshot("sightings31-inbox")
+	admin.screenshot("sightings-inbox")
 	admin.open("/leads/board")
 	if got := admin.text(`[data-lead-id="` + leadID + `"]`); strings.Contains(got, "Received") || strings.Contains(got, "repeat") {
 		t.Errorf("board card says %q", got)
 	}
-	admin.screenshot("sightings31-board")
+	admin.screenshot("sightings-board")
 	admin.open("/leads/" + leadID)
 	if run(admin, chromedp.Evaluate[bool](`document.querySelector('[data-testid="technical-details"]').open`)) {
 		t.Error("the technical details are open by default")

@@ -20,7 +20,7 @@ import (
 // never in the page's HTML, a blank token field keeps it, and "Reconcile
 // now" pulls the fake Typeform API's leads with it.
 func TestBrowserPullSettings(t *testing.T) {
-	e := browserApp(t, "ui_pull31", true)
+	e := browserApp(t, "ui_pull", true)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	src, _ := e.Source(ten.ID, sources.CreateInput{Slug: "demo-form", Name: "Typeform demo request", Kind: "typeform"})
@@ -40,7 +40,7 @@ func TestBrowserPullSettings(t *testing.T) {
 	if got := admin.text(`[data-testid="token-state"]`); !strings.Contains(got, "Not set") {
 		t.Errorf("token state before %q", got)
 	}
-	admin.screenshot("pull31-empty")
+	admin.screenshot("pull-empty")
 
 	fill := func(base, tok, form, every, back string) {
 		t.Helper()
@@ -73,7 +73,7 @@ func TestBrowserPullSettings(t *testing.T) {
 	if got, _ := e.App.Sources.Get(ctx, ten.ID, src.ID); got.ReconcileBaseURL != nil || len(got.ReconcileTokenEnc) != 0 {
 		t.Fatal("a refused save stored something")
 	}
-	admin.screenshot("pull31-invalid")
+	admin.screenshot("pull-invalid")
 
 	t.Log("good settings: saved, token shown only as Set")
 	fill(fake.URL, token, "F1x2Y3", "30", "120")
@@ -132,7 +132,7 @@ func TestBrowserPullSettings(t *testing.T) {
 	admin.viewport(1280, 900, false)
 	admin.open(page)
 	admin.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="pull-settings"]').open = true`))
-	admin.screenshot("pull31-saved")
+	admin.screenshot("pull-saved")
 }
 
 // setField sets a form control's value as typing would leave it.

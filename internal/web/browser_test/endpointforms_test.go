@@ -12,7 +12,7 @@ import (
 // danger button that asks first (naming the endpoint), and once accepted
 // the endpoint is gone from the list and from the API.
 func TestBrowserEndpointForms(t *testing.T) {
-	e := browserApp(t, "ui_epforms31", false)
+	e := browserApp(t, "ui_epforms", false)
 	acme := e.Tenant("acme")
 	const url = "https://crm.example.com/hooks/leadpipe"
 	res := e.Do("POST", "/api/v1/endpoints", acme.Token, map[string]any{"url": url, "events": []string{"lead.created", "lead.updated"}})
@@ -52,7 +52,7 @@ func TestBrowserEndpointForms(t *testing.T) {
 	if bg != "rgb(180, 35, 24)" { // --danger
 		t.Errorf("Delete endpoint's background is %s, want the danger red", bg)
 	}
-	admin.screenshot("endpoint31-forms")
+	admin.screenshot("endpoint-forms")
 	t.Log("declined: nothing happens")
 	admin.do(chromedp.Evaluate[chromedp.Void](`window.__asked = ""; window.confirm = function(m){ window.__asked = m; return false; }`))
 	admin.do(chromedp.Click(chromedp.CSS(`[data-testid="delete-endpoint"]`), chromedp.NodeVisible))
@@ -81,5 +81,5 @@ func TestBrowserEndpointForms(t *testing.T) {
 		t.Errorf("its page answers %d", st)
 	}
 	admin.open("/settings/endpoints")
-	admin.screenshot("endpoint31-deleted")
+	admin.screenshot("endpoint-deleted")
 }

@@ -20,7 +20,7 @@ import (
 // ids, Save says how many failed deliveries would now map with "Reprocess
 // N", and after reprocessing a banner links the leads made.
 func TestBrowserMappingGuidedFix(t *testing.T) {
-	e := browserApp(t, "ui_map31", true)
+	e := browserApp(t, "ui_map", true)
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
@@ -61,7 +61,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 	if !strings.Contains(tb.text(`[data-testid="payload-tree"]`), "$.lead.id") {
 		t.Error("the paths are not printed to copy")
 	}
-	tb.screenshot("mapping31-broken")
+	tb.screenshot("mapping-fix-broken")
 
 	t.Log("focus the natural key field, click lead → id in the payload")
 	tb.do(chromedp.Focus(chromedp.CSS(`input[name=natural_key_path]`)))
@@ -79,7 +79,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 	if ids := tb.text(`[data-testid="preview-table"]`); !strings.Contains(ids, "evt-0") || !strings.Contains(ids, "evt-2") {
 		t.Errorf("preview rows do not show the sender's delivery ids: %s", ids)
 	}
-	tb.screenshot("mapping31-preview")
+	tb.screenshot("mapping-fix-preview")
 
 	t.Log("save: N would now map — Reprocess N")
 	tb.submit(`[data-testid="mapping-save"]`)
@@ -89,7 +89,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 	if got := tb.text(`[data-testid="reprocess-failed"]`); got != "Reprocess 3" {
 		t.Fatalf("reprocess button %q", got)
 	}
-	tb.screenshot("mapping31-saved")
+	tb.screenshot("mapping-fix-saved")
 	tb.submit(`[data-testid="reprocess-failed"]`)
 	if tb.count(`[data-testid="reprocessed"]`) != 1 {
 		t.Fatal("no confirmation after reprocessing")
@@ -106,7 +106,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 	if leads != n {
 		t.Errorf("%d leads", leads)
 	}
-	tb.screenshot("mapping31-reprocessed")
+	tb.screenshot("mapping-fix-reprocessed")
 	tb.submit(`[data-testid="reprocessed-lead"]`)
 	if !strings.Contains(tb.location(), "/leads/") {
 		t.Errorf("the banner's link leads to %s", tb.location())

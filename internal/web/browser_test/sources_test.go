@@ -24,7 +24,7 @@ import (
 // requests with its reason (no secret on the page), and "Send a test
 // delivery" answers with the endpoint's real outcome. Both widths fit.
 func TestBrowserDeadLetters(t *testing.T) {
-	e := browserApp(t, "ui_dead31", true)
+	e := browserApp(t, "ui_dead", true)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
@@ -84,7 +84,7 @@ func TestBrowserDeadLetters(t *testing.T) {
 	admin.viewport(1280, 900, false)
 	admin.open(page)
 	admin.do(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('[data-testid="dead-letter"], [data-testid="rejection"] details').forEach(function(d){d.open=true})`))
-	admin.screenshot("source31-dead-letters")
+	admin.screenshot("source-dead-letters")
 
 	t.Log("fix the delivery id path, then Resend the first dead letter from the page")
 	if _, err := e.App.Sources.Patch(ctx, ten.ID, src.ID, sources.PatchInput{Config: good}); err != nil {
@@ -127,5 +127,5 @@ func TestBrowserDeadLetters(t *testing.T) {
 		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND name = 'Leadpipe test delivery'`, ten.ID)
 		return n == 1
 	})
-	admin.screenshot("source31-after")
+	admin.screenshot("source-after")
 }

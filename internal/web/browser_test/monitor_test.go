@@ -20,7 +20,7 @@ import (
 // repeat of a delivery received three days earlier included; and with
 // real traffic the duplicates stat above counts the same repeats.
 func TestBrowserMonitorCountsAgree(t *testing.T) {
-	e := browserApp(t, "ui_moncount31", false)
+	e := browserApp(t, "ui_moncount", false)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
 	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
@@ -77,5 +77,5 @@ func TestBrowserMonitorCountsAgree(t *testing.T) {
 		admin.pageFits(page, vp.w, vp.h, vp.mobile)
 	}
 	admin.open(page)
-	admin.screenshot("monitor31-counts")
+	admin.screenshot("monitor-counts")
 }

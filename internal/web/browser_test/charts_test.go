@@ -47,7 +47,7 @@ func (tb *tab) fitsWidth(what string) {
 // 3 %), print their values and mark the alerting row; acknowledging the
 // alert takes it out of the banner and the nav badge but not off /alerts.
 func TestBrowserChartsReadable(t *testing.T) {
-	e := browserApp(t, "ui_charts31", false)
+	e := browserApp(t, "ui_charts", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	mk := func(slug, name string) sources.Source {
@@ -132,19 +132,19 @@ func TestBrowserChartsReadable(t *testing.T) {
 			}
 		}
 		if vp.mobile {
-			admin.screenshot("chart31-tooltip")
+			admin.screenshot("chart-tooltip")
 		}
 	}
 	admin.viewport(1280, 900, false)
 	admin.open("/monitor/sources/" + stormy.ID + "?range=24h")
-	admin.screenshot("chart31-24h")
+	admin.screenshot("chart-24h")
 
 	t.Log("a source with an open alert opens on the alert's window; a quiet one on the last hour")
 	admin.open("/monitor/sources/" + stormy.ID)
 	if admin.count(`[data-testid="range-alert"][aria-current="page"]`) != 1 || admin.count(`[data-testid="zoom-note"]`) != 1 {
 		t.Error("the stormy source's page does not open on its alert")
 	}
-	admin.screenshot("chart31-alert-window")
+	admin.screenshot("chart-alert-window")
 	admin.open("/monitor/sources/" + low.ID)
 	if admin.count(`[data-testid="range-1h"][aria-current="page"]`) != 1 {
 		t.Error("a quiet source's page does not open on the last hour")
@@ -152,7 +152,7 @@ func TestBrowserChartsReadable(t *testing.T) {
 	if n := admin.count(`[data-testid="chart-bucket"]`); n < 55 || n > 61 {
 		t.Errorf("the 1 h chart has %d buckets, want one a minute", n)
 	}
-	admin.screenshot("chart31-1h")
+	admin.screenshot("chart-1h")
 
 	t.Log("the overview: one scale, values printed, the alerting row marked")
 	for _, vp := range widths {
@@ -180,7 +180,7 @@ func TestBrowserChartsReadable(t *testing.T) {
 	if admin.count(`[data-testid="monitor-row"][data-alerting="true"]`) < 1 || !strings.Contains(admin.text(`[data-alerting="true"] a.primary`), "Landing page") {
 		t.Error("the alerting row is not marked")
 	}
-	admin.screenshot("monitor31-overview")
+	admin.screenshot("monitor-overview")
 
 	t.Log("acknowledging the alert clears the banner and the badge; /alerts keeps it")
 	admin.open("/alerts")
@@ -199,5 +199,5 @@ func TestBrowserChartsReadable(t *testing.T) {
 	if !strings.Contains(admin.text("main"), "Landing page") {
 		t.Error("the acknowledged alert left /alerts")
 	}
-	admin.screenshot("alerts31-acknowledged")
+	admin.screenshot("alerts-acknowledged")
 }

@@ -19,9 +19,9 @@ import (
 // (its peak labelled) at 390 and 1280 px in the 1 h, 24 h and 7 d views;
 // the sources list shows each source's health; the source page starts
 // with its open alerts; the alerts page groups the alerts and
-// "Acknowledge all" acknowledges every one. Screenshots: health45-*.png.
+// "Acknowledge all" acknowledges every one. Screenshots: health-*.png.
 func TestBrowserSourceHealth(t *testing.T) {
-	e := browserApp(t, "ui_health45", false)
+	e := browserApp(t, "ui_health", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	mk := func(slug, name string) sources.Source {
@@ -72,30 +72,30 @@ func TestBrowserSourceHealth(t *testing.T) {
 				t.Errorf("%s at %d px: peak check %v (want ≥ 0.5 of the plot height, its label inside the chart)", rng, vp.w, got)
 			}
 		}
-		admin.screenshot("health45-chart-" + rng)
+		admin.screenshot("health-chart-" + rng)
 	}
 
 	admin.open("/sources")
 	if txt := admin.text(`[data-testid="sources"]`); !strings.Contains(txt, "Duplicate-rate spike") || !strings.Contains(txt, "Source gone quiet") {
 		t.Errorf("sources list lacks the health: %q", txt)
 	}
-	admin.screenshot("health45-sources")
+	admin.screenshot("health-sources")
 
 	admin.open("/sources/" + stormy.ID)
 	if !run(admin, chromedp.Evaluate[bool](`(function(){var a=document.querySelector('[data-testid="source-alerts"]'), d=document.querySelector('[data-testid="delivery-filter"]');
 		return !!a && !!d && !!(a.compareDocumentPosition(d) & Node.DOCUMENT_POSITION_FOLLOWING);})()`)) {
 		t.Error("the source page does not start with its open alerts")
 	}
-	admin.screenshot("health45-source")
+	admin.screenshot("health-source")
 
 	admin.open("/monitor")
-	admin.screenshot("health45-monitor")
+	admin.screenshot("health-monitor")
 
 	admin.open("/alerts")
 	if !strings.Contains(admin.text(`[data-testid="alerts"]`), "sender is retrying") {
 		t.Error("the spike alert does not say the sender is retrying")
 	}
-	admin.screenshot("health45-alerts")
+	admin.screenshot("health-alerts")
 	admin.submit(`[data-testid="ack-all"]`)
 	if n := admin.count(`[data-testid="ack"], [data-testid="ack-group"], [data-testid="ack-all"]`); n != 0 {
 		t.Errorf("%d acknowledge buttons left after Acknowledge all", n)

@@ -19,12 +19,12 @@ import (
 // grouping toggle and the period's buttons stay on one line on a phone,
 // every row has its chart, the campaign rows name their source, and the
 // admin's nav shows all its tabs at 1280 px.
-// Screenshots: report45-*.png (and report45-monitor-*.png for the nav).
+// Screenshots: report-*.png (and report-monitor-*.png for the nav).
 func TestBrowserSourcesReport(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
-	e := apptest.New(t, "ui_report45", apptest.Options{RedisDB: apptest.RedisUI})
+	e := apptest.New(t, "ui_report", apptest.Options{RedisDB: apptest.RedisUI})
 	ctx := context.Background()
 	ten := e.Tenant("acme")
 	mk := func(slug, name string) sources.Source {
@@ -96,7 +96,7 @@ func TestBrowserSourcesReport(t *testing.T) {
 				}
 			}
 		}
-		admin.screenshot("report45-" + by)
+		admin.screenshot("report-" + by)
 	}
 	if !strings.Contains(admin.text(`[data-testid="report-rows"]`), "Facebook Lead Ads") {
 		t.Error("campaign rows do not name their source")
@@ -115,5 +115,5 @@ func TestBrowserSourcesReport(t *testing.T) {
 		}
 	}
 	admin.open("/monitor")
-	admin.screenshot("report45-monitor")
+	admin.screenshot("report-monitor")
 }
