@@ -105,7 +105,9 @@ type sharedLimiter struct {
 
 	mu      sync.Mutex
 	window  int64               // the newest minute seen
-	sets    map[string]*counted // this minute's sets (and the last one's until flushed), by Redis key
+	sets    map[string]*counted // the newest minute's sets, by Redis key
+	forms   []*counted          // the newest minute's form sets (read back on every flush)
+	dirty   []*counted          // the sets with pending submissions (older minutes' too)
 	closed  bool                // after close: every submission through the script
 	started atomic.Bool
 	loop    batch.Flusher
@@ -114,8 +116,10 @@ type sharedLimiter struct {
 
 // counted is a server's view of one set in Redis.
 type counted struct {
+	key      string
 	window   int64
-	form     bool            // the form's set (read back on every flush), not an address's
+	form     bool            // the form's set, not an address's
+	dirty    bool            // in sharedLimiter.dirty
 	formID   string          // for the fallback's counts
 	ip       string          // an address's set
 	known    int             // the set's size at the last flush
@@ -137,20 +141,33 @@ func limitKeys(formID, ip string, w int64) (byForm, byIP string) {
 	return base + ":f", base + ":a:" + ip
 }
 
-// set returns the set of key, made on first use. Called with mu held.
+// set returns the set of key in minute w, made on first use; a newer
+// minute drops the sets of the last one (their pending submissions stay
+// in dirty until sent). Called with mu held.
 func (l *sharedLimiter) set(key string, w int64, formID, ip string) *counted {
+	if w > l.window || l.sets == nil {
+		l.window, l.sets, l.forms = w, map[string]*counted{}, nil
+	}
 	c := l.sets[key]
 	if c == nil {
-		if l.sets == nil {
-			l.sets = map[string]*counted{}
-		}
-		c = &counted{window: w, form: ip == "", formID: formID, ip: ip}
-		if !c.form {
+		c = &counted{key: key, window: w, form: ip == "", formID: formID, ip: ip}
+		if c.form {
+			l.forms = append(l.forms, c)
+		} else {
 			c.members = map[string]bool{}
 		}
 		l.sets[key] = c
 	}
 	return c
+}
+
+// add counts key in c from memory. Called with mu held.
+func (l *sharedLimiter) add(c *counted, key string) {
+	c.pending = append(c.pending, key)
+	if !c.dirty {
+		c.dirty = true
+		l.dirty = append(l.dirty, c)
+	}
 }
 
 // allow is limiter.allow across servers.
@@ -166,7 +183,6 @@ func (l *sharedLimiter) allow(ctx context.Context, formID, ip, key string, perIP
 		l.mu.Unlock()
 		return l.decide(ctx, formID, ip, key, fk, ak, nil, nil, perIP, perForm, now, retry)
 	}
-	l.window = max(l.window, w)
 	fs, as := l.set(fk, w, formID, ""), l.set(ak, w, formID, ip)
 	if as.members[key] {
 		l.mu.Unlock()
@@ -174,8 +190,8 @@ func (l *sharedLimiter) allow(ctx context.Context, formID, ip, key string, perIP
 	}
 	if as.size() < perIP-exactZone && fs.size() < perForm-exactZone {
 		as.members[key] = true
-		as.pending = append(as.pending, key)
-		fs.pending = append(fs.pending, key)
+		l.add(as, key)
+		l.add(fs, key)
 		l.mu.Unlock()
 		if !l.started.Load() {
 			l.started.Store(true)
@@ -242,26 +258,24 @@ func addTo(ctx context.Context, pipe redis.Pipeliner, key string, members []stri
 
 // flush sends the submissions counted here since the last flush and reads
 // back the sizes of their sets and of this minute's form sets, in one
-// pipeline. The sets of past minutes are dropped once sent. When Redis
+// pipeline. When Redis
 // cannot answer, the submissions are kept for the next flush and the
 // limiter counts in this server until a flush gets through again.
 func (l *sharedLimiter) flush(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	type item struct {
-		key string
-		c   *counted
-	}
-	var items []item
 	l.mu.Lock()
-	for k, c := range l.sets {
-		old := c.window < l.window
-		if len(c.pending) > 0 || (c.form && !old && !l.closed) {
-			c.inflight, c.pending = c.pending, nil
-			items = append(items, item{k, c})
-		}
-		if old {
-			delete(l.sets, k)
+	items := l.dirty
+	l.dirty = nil
+	for _, c := range items {
+		c.dirty = false
+		c.inflight, c.pending = c.pending, nil
+	}
+	if !l.closed {
+		for _, c := range l.forms {
+			if !c.dirty && len(c.inflight) == 0 {
+				items = append(items, c)
+			}
 		}
 	}
 	l.mu.Unlock()
@@ -277,19 +291,25 @@ func (l *sharedLimiter) flush(ctx context.Context) error {
 	}
 	pipe := l.rdb.Pipeline()
 	sizes := make([]*redis.IntCmd, len(items))
-	for i, it := range items {
-		addTo(ctx, pipe, it.key, it.c.inflight)
-		sizes[i] = pipe.SCard(ctx, it.key)
+	for i, c := range items {
+		addTo(ctx, pipe, c.key, c.inflight)
+		sizes[i] = pipe.SCard(ctx, c.key)
 	}
 	_, err := pipe.Exec(ctx)
 	l.mu.Lock()
-	for i, it := range items {
-		if err != nil {
-			it.c.pending = append(it.c.inflight, it.c.pending...)
-		} else {
-			it.c.known = int(sizes[i].Val())
+	for i, c := range items {
+		switch {
+		case err == nil:
+			c.known = int(sizes[i].Val())
+		case c.window == l.window && len(c.inflight) > 0:
+			// Sent again by the next flush (an older minute's are dropped).
+			c.pending = append(c.inflight, c.pending...)
+			if !c.dirty {
+				c.dirty = true
+				l.dirty = append(l.dirty, c)
+			}
 		}
-		it.c.inflight = nil
+		c.inflight = nil
 	}
 	l.mu.Unlock()
 	if err != nil {

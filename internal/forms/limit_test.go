@@ -95,6 +95,42 @@ func TestSharedLimiterPerAddress(t *testing.T) {
 	}
 }
 
+// A new minute starts with fresh budgets; what the last one counted from
+// memory is still sent, and its sets are no longer held in memory.
+func TestSharedLimiterNextMinute(t *testing.T) {
+	rdb := testRedis(t, "")
+	ctx := context.Background()
+	l := newShared(t, rdb, nil)
+	form, now := ids.New(), time.Unix(time.Now().Unix()/60*60+5, 0)
+	passed := 0
+	for i := 0; i < 30; i++ {
+		if ok, _ := l.allow(ctx, form, "192.0.2.5", "k"+strconv.Itoa(i), 10, 600, now); ok {
+			passed++
+		}
+	}
+	if ok, _ := l.allow(ctx, form, "192.0.2.6", "last", 10, 600, now); !ok || passed != 10 {
+		t.Fatalf("this minute: %d passed, then %v", passed, ok)
+	}
+	next := now.Add(time.Minute)
+	if ok, _ := l.allow(ctx, form, "192.0.2.5", "k99", 10, 600, next); !ok {
+		t.Fatal("the next minute was refused")
+	}
+	l.mu.Lock()
+	held := len(l.sets)
+	l.mu.Unlock()
+	if held != 2 {
+		t.Fatalf("%d sets held after the minute turned, want the new minute's 2", held)
+	}
+	if err := l.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fk, _ := limitKeys(form, "", now.Unix()/60)
+	nfk, _ := limitKeys(form, "", next.Unix()/60)
+	if f, nf := scard(t, rdb, fk), scard(t, rdb, nfk); f != 11 || nf != 1 {
+		t.Fatalf("Redis counts %d and %d, want 11 and 1", f, nf)
+	}
+}
+
 // A submission repeated (a double click, a retry), on the same server or
 // another one, is counted once and always passes, also once the budget
 // is spent.
