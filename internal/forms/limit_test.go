@@ -182,8 +182,9 @@ func TestSharedLimiterRepeats(t *testing.T) {
 
 // Two servers sharing one Redis, each taking a submission every 5 ms
 // (20 per flush interval) from ever new addresses: the form's budget
-// passes in full and is overshot by no more than docs/FORMS.md says (2
-// × the other server's submissions per flush interval).
+// passes in full and is overshot by no more than docs/FORMS.md says
+// (max(20, 2 × 20 − 8) = 32; checked against 2 × 20, as a loaded machine
+// stretches a flush interval).
 func TestSharedLimiterAcrossServers(t *testing.T) {
 	rdb := testRedis(t, "")
 	ctx := context.Background()
