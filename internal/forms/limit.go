@@ -258,9 +258,9 @@ func addTo(ctx context.Context, pipe redis.Pipeliner, key string, members []stri
 
 // flush sends the submissions counted here since the last flush and reads
 // back the sizes of their sets and of this minute's form sets, in one
-// pipeline. When Redis
-// cannot answer, the submissions are kept for the next flush and the
-// limiter counts in this server until a flush gets through again.
+// pipeline. When Redis cannot answer, this minute's submissions are kept
+// for the next flush and the limiter counts in this server until a flush
+// gets through again.
 func (l *sharedLimiter) flush(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -328,18 +328,15 @@ func (l *sharedLimiter) failed(ctx context.Context, err error) {
 	}
 	l.log.WarnContext(ctx, "form rate limits: Redis did not answer, counting in this server until it does", "err", err)
 	l.mu.Lock()
-	now, seen := time.Unix(l.window*60, 0), map[[3]string]bool{}
+	defer l.mu.Unlock()
+	now := time.Unix(l.window*60, 0)
 	for _, c := range l.sets {
 		if c.form || c.window != l.window {
 			continue
 		}
 		for key := range c.members {
-			seen[[3]string{c.formID, c.ip, key}] = true
+			l.local.allow(c.formID, c.ip, key, math.MaxInt, math.MaxInt, now)
 		}
-	}
-	l.mu.Unlock()
-	for k := range seen {
-		l.local.allow(k[0], k[1], k[2], math.MaxInt, math.MaxInt, now)
 	}
 }
 
