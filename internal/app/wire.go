@@ -113,6 +113,15 @@ func (a *App) wire(ctx context.Context) error {
 	fs := forms.NewService(a.DB, a.Box, a.Sources, a.Tenants, a.Ingest, a.Ingest.Rejections, a.Stats, a.Cfg.BaseURL,
 		a.Log.With("component", "forms"), forms.Options{Client: outbound.New(outbound.Options{AllowPrivate: allowPrivate,
 			ConnectTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, MaxAttempts: 1}), Now: a.now, Redis: a.RDB})
+	// Its rate limits count in memory between flushes to Redis: the last
+	// counts are sent before Redis closes (closers run in reverse order).
+	a.closers = append(a.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := fs.Close(ctx); err != nil {
+			a.Log.Warn("form rate limits: the last counts did not reach Redis", "err", err)
+		}
+	})
 
 	a.Web = &web.Server{
 		Log: a.Log, Cfg: a.Cfg, Tenants: a.Tenants, Sources: a.Sources, Ready: a.ready,

@@ -71,8 +71,8 @@ type Options struct {
 	// Now is the clock (nil: the wall clock).
 	Now func() time.Time
 	// Redis keeps the rate limits' counts, shared by every server (nil:
-	// each server counts its own).
-	Redis redis.Scripter
+	// each server counts its own). Close sends the last counts.
+	Redis redis.UniversalClient
 }
 
 // NewService returns a service.
@@ -91,6 +91,11 @@ func NewService(d *sqlx.DB, box *atrest.Box, src *sources.Service, ten *tenants.
 		BaseURL: strings.TrimRight(baseURL, "/"), Log: log, Now: o.Now, captcha: captchaVerifier{client: o.Client, urls: o.VerifyURLs},
 		limits: &sharedLimiter{rdb: o.Redis, log: log}}
 }
+
+// Close stops the rate limits' flush loop and sends the submissions it
+// counted since its last flush to Redis. Submissions after it are still
+// limited, each with a round trip to Redis.
+func (s *Service) Close(ctx context.Context) error { return s.limits.close(ctx) }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now).UTC().Truncate(time.Microsecond) }
 
