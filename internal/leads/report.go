@@ -25,16 +25,6 @@ const (
 	ByCampaign ReportBy = "campaign"
 )
 
-// reportGroup returns the SELECT list naming a row's key (source_id,
-// campaign) and the GROUP BY columns for a grouping. Every column is in
-// ix_leads_report, so a query reads the index alone.
-func reportGroup(by ReportBy) (sel, group string) {
-	if by == ByCampaign {
-		return "source_id, report_campaign AS campaign", "report_campaign, source_id"
-	}
-	return "source_id, '' AS campaign", "source_id"
-}
-
 // ReportKey names one row of the report: a source, and with ByCampaign a
 // campaign ("" for leads without one).
 type ReportKey struct {
@@ -52,22 +42,50 @@ type SourceFigures struct {
 	// the median time from assignment to first response (0 when none).
 	Responded      int64         `db:"responded"`
 	MedianResponse time.Duration `db:"-"`
+	// Daily counts the leads per day of the period (Report only).
+	Daily []int64 `db:"-"`
 }
 
 // SourceReport returns, per source (or per campaign and source), the
 // tenant's leads created in [from, to): how many, how many were qualified
 // and won, and the median time from assignment to first response.
-//
-// One read of a range of ix_leads_report (migrations 0871, 0880), which
-// covers every column it needs, streamed and counted here: a lead is a
-// short row (its key, a status code, its response time in microseconds).
-// MariaDB's GROUP BY and its MEDIAN window over the same range took two
-// passes and a sort each, 190–260 ms for 82,000 leads against about half
-// that for the one pass (docs/BENCHMARKS.md).
 func (s *Service) SourceReport(ctx context.Context, tenantID string, by ReportBy, from, to time.Time) ([]SourceFigures, error) {
+	return s.report(ctx, tenantID, by, from, to, nil)
+}
+
+// Report is SourceReport with each row's leads per day of [from, to) in
+// loc (Daily; index 0 is the day of from), counted in the same pass: the
+// report page's figures and chart in one read. Days are calendar days in
+// loc, so they stay right across daylight-saving changes. At most 400
+// days.
+func (s *Service) Report(ctx context.Context, tenantID string, by ReportBy, from, to time.Time, loc *time.Location) ([]SourceFigures, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return s.report(ctx, tenantID, by, from, to, loc)
+}
+
+// report reads one range of ix_leads_report (migrations 0871, 0880),
+// which covers every column it needs, and counts as the rows stream: a
+// lead is a short row (its key, a status code, its response time and,
+// with loc, its age in the period, in microseconds). MariaDB's GROUP BY
+// and its MEDIAN window over the same range took two passes and a sort
+// each, about twice the time of the one pass (docs/BENCHMARKS.md). With
+// loc nil there are no days.
+func (s *Service) report(ctx context.Context, tenantID string, by ReportBy, from, to time.Time, loc *time.Location) ([]SourceFigures, error) {
 	campaign := "''"
 	if by == ByCampaign {
 		campaign = "report_campaign"
+	}
+	// The days' starts as microseconds since from: a lead is on the last
+	// day that starts at or before it.
+	var starts []int64
+	age, args := "0", []any{tenantID, from.UTC(), to.UTC()}
+	if loc != nil {
+		for d := from.In(loc); d.Before(to); d = d.AddDate(0, 0, 1) {
+			starts = append(starts, d.Sub(from).Microseconds())
+		}
+		age, args = "TIMESTAMPDIFF(MICROSECOND, ?, created_at)", append([]any{from.UTC()}, args...)
 	}
 	type group struct {
 		figs  SourceFigures
@@ -79,9 +97,9 @@ func (s *Service) SourceReport(ctx context.Context, tenantID string, by ReportBy
 		groups = map[string]map[string]*group{}
 		rows, err := x.QueryContext(ctx, `SELECT source_id, `+campaign+`,
   (status IN ('qualified', 'won')) + (status = 'won'),
-  TIMESTAMPDIFF(MICROSECOND, assigned_at, first_responded_at)
+  TIMESTAMPDIFF(MICROSECOND, assigned_at, first_responded_at), `+age+`
 FROM leads FORCE INDEX (ix_leads_report)
-WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, tenantID, from.UTC(), to.UTC())
+WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, args...)
 		if err != nil {
 			return err
 		}
@@ -89,8 +107,9 @@ WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, tenantID, from.UTC(
 		var src, camp sql.RawBytes
 		var stage int
 		var took sql.NullInt64
+		var at int64
 		for rows.Next() {
-			if err := rows.Scan(&src, &camp, &stage, &took); err != nil {
+			if err := rows.Scan(&src, &camp, &stage, &took, &at); err != nil {
 				return err
 			}
 			// m[string(b)] looks up without a copy of b.
@@ -102,6 +121,9 @@ WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, tenantID, from.UTC(
 			g := bySrc[string(camp)]
 			if g == nil {
 				g = &group{figs: SourceFigures{ReportKey: ReportKey{SourceID: string(src), Campaign: string(camp)}}}
+				if starts != nil {
+					g.figs.Daily = make([]int64, len(starts))
+				}
 				bySrc[string(camp)] = g
 			}
 			g.figs.Leads++
@@ -113,6 +135,14 @@ WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, tenantID, from.UTC(
 			}
 			if took.Valid {
 				g.times = append(g.times, took.Int64)
+			}
+			if starts != nil {
+				// The number of days starting at or before the lead, less one.
+				if d, found := slices.BinarySearch(starts, at); found {
+					g.figs.Daily[d]++
+				} else if d > 0 {
+					g.figs.Daily[d-1]++
+				}
 			}
 		}
 		return rows.Err()
@@ -128,7 +158,7 @@ WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`, tenantID, from.UTC(
 			out = append(out, g.figs)
 		}
 	}
-	// The order of the GROUP BY it replaces: by campaign, then source.
+	// By campaign, then source.
 	slices.SortFunc(out, func(a, b SourceFigures) int {
 		if c := strings.Compare(a.Campaign, b.Campaign); c != 0 {
 			return c
@@ -153,53 +183,16 @@ func median(xs []int64) float64 {
 }
 
 // DailyLeads returns, per row of the grouping, the tenant's leads created
-// in each day of [from, to) in loc (index 0 is the day of from). MariaDB
-// puts each lead on its local day by the days' starts computed here
-// (INTERVAL() is a binary search over them), so days stay right across
-// daylight-saving changes and a row has at most one group a day. At most
-// 400 days.
+// in each day of [from, to) in loc (index 0 is the day of from): Report's
+// Daily by row.
 func (s *Service) DailyLeads(ctx context.Context, tenantID string, by ReportBy, from, to time.Time, loc *time.Location) (map[ReportKey][]int64, error) {
-	if loc == nil {
-		loc = time.UTC
-	}
-	sel, group := reportGroup(by)
-	var days []time.Time // local day starts
-	for d := from.In(loc); d.Before(to); d = d.AddDate(0, 0, 1) {
-		days = append(days, d)
-	}
-	if len(days) == 0 {
-		return map[ReportKey][]int64{}, nil
-	}
-	args := []any{}
-	for _, d := range days {
-		args = append(args, d.Unix())
-	}
-	args = append(args, tenantID, from.UTC(), to.UTC())
-	var rows []struct {
-		ReportKey
-		Day int   `db:"d"` // 1 is days[0]
-		N   int64 `db:"n"`
-	}
-	err := s.lagged(ctx, func(x *sqlx.DB) error {
-		rows = nil
-		return x.SelectContext(ctx, &rows, `SELECT `+sel+`,
-  INTERVAL(UNIX_TIMESTAMP(created_at)`+strings.Repeat(", ?", len(days))+`) AS d, COUNT(*) AS n
-FROM leads FORCE INDEX (ix_leads_report)
-WHERE tenant_id = ? AND created_at >= ? AND created_at < ?
-GROUP BY `+group+`, d`, args...)
-	})
+	figs, err := s.Report(ctx, tenantID, by, from, to, loc)
 	if err != nil {
 		return nil, err
 	}
-	out := map[ReportKey][]int64{}
-	for _, r := range rows {
-		if r.Day < 1 || r.Day > len(days) {
-			continue
-		}
-		if out[r.ReportKey] == nil {
-			out[r.ReportKey] = make([]int64, len(days))
-		}
-		out[r.ReportKey][r.Day-1] += r.N
+	out := make(map[ReportKey][]int64, len(figs))
+	for _, f := range figs {
+		out[f.ReportKey] = f.Daily
 	}
 	return out, nil
 }

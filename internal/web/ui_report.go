@@ -43,7 +43,7 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 	}
 	to := last.AddDate(0, 0, 1)
 	v.From, v.To = from.Format("2006-01-02"), last.Format("2006-01-02")
-	figs, err := s.Leads.SourceReport(ctx, sess.Tenant.ID, by, from, to)
+	figs, err := s.Leads.Report(ctx, sess.Tenant.ID, by, from, to, loc)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -63,11 +63,6 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	daily, err := s.Leads.DailyLeads(ctx, sess.Tenant.ID, by, from, to, loc)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	for _, f := range figs {
 		row := monviews.ReportRow{SourceID: f.SourceID, Name: names[f.SourceID], Campaign: f.Campaign, Leads: f.Leads, Qualified: f.Qualified, Won: f.Won,
 			Responded: f.Responded, MedianResponse: f.MedianResponse}
@@ -77,7 +72,7 @@ func (s *Server) uiReportSources(w http.ResponseWriter, r *http.Request) {
 		if row.Name == "" {
 			row.Name = "A deleted source"
 		}
-		for _, n := range daily[f.ReportKey] {
+		for _, n := range f.Daily {
 			row.Daily = append(row.Daily, float64(n))
 		}
 		v.DailyTop = max(v.DailyTop, components.SparkTop(row.Daily))
