@@ -181,18 +181,3 @@ func median(xs []int64) float64 {
 	}
 	return (float64(xs[m-1]) + float64(xs[m])) / 2
 }
-
-// DailyLeads returns, per row of the grouping, the tenant's leads created
-// in each day of [from, to) in loc (index 0 is the day of from): Report's
-// Daily by row.
-func (s *Service) DailyLeads(ctx context.Context, tenantID string, by ReportBy, from, to time.Time, loc *time.Location) (map[ReportKey][]int64, error) {
-	figs, err := s.Report(ctx, tenantID, by, from, to, loc)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[ReportKey][]int64, len(figs))
-	for _, f := range figs {
-		out[f.ReportKey] = f.Daily
-	}
-	return out, nil
-}

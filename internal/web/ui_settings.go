@@ -127,14 +127,8 @@ func (s *Server) uiReinvite(w http.ResponseWriter, r *http.Request) {
 // away until a time typed in the admin's zone (round robin skips them),
 // or back (back=1 or an empty field).
 func (s *Server) uiUserAway(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiNotFound(w, r)
+	sess, id, ok := s.userForm(w, r)
+	if !ok {
 		return
 	}
 	var until *time.Time
@@ -166,14 +160,8 @@ func (s *Server) uiUserAway(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiNotFound(w, r)
+	sess, id, ok := s.userForm(w, r)
+	if !ok {
 		return
 	}
 	if id == sess.User.ID {
@@ -191,6 +179,21 @@ func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/settings/users")
 }
 
+// userForm reads the form of a POST /settings/users/{id}/… and the
+// session; false when it has answered (a bad form, an id that is none).
+func (s *Server) userForm(w http.ResponseWriter, r *http.Request) (*uiSession, string, bool) {
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return nil, "", false
+	}
+	id := chi.URLParam(r, "id")
+	if !ids.Valid(id) {
+		s.uiNotFound(w, r)
+		return nil, "", false
+	}
+	return sessionFrom(r.Context()), id, true
+}
+
 func roleWord(r string) string {
 	if r == tenants.RoleAdmin {
 		return "an admin"
@@ -199,14 +202,8 @@ func roleWord(r string) string {
 }
 
 func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	if !ids.Valid(id) {
-		s.uiNotFound(w, r)
+	sess, id, ok := s.userForm(w, r)
+	if !ok {
 		return
 	}
 	if id == sess.User.ID {
