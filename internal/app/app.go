@@ -58,6 +58,9 @@ type App struct {
 	Stats     monitor.Sink // the monitor's recorder
 	Ingest    *webhooks.Ingest
 	Processor *webhooks.Processor
+	// dupFold folds the duplicate log into deliveries while the worker
+	// runs (RunWorker).
+	dupFold *webhooks.DupFolder
 
 	Tenants *tenants.Service
 	Sources *sources.Service
@@ -209,6 +212,15 @@ func (a *App) RunWorker(ctx context.Context, concurrency int) error {
 		return fmt.Errorf("worker: events: %w", err)
 	}
 	defer stopEvents()
+	a.dupFold.Start(time.Second)
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.dupFold.Close(fctx); err != nil {
+			// Safe: the counts stay in the log for the next worker.
+			a.Log.Warn("folding the last duplicate counts failed", "err", err)
+		}
+	}()
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host" // the id only has to differ between schedulers; pid and time do that

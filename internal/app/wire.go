@@ -94,7 +94,7 @@ func (a *App) wire(ctx context.Context) error {
 	}
 
 	in := a.buildIngest(ls, rc)
-	a.Ingest, a.Processor = in.ingest, in.processor
+	a.Ingest, a.Processor, a.dupFold = in.ingest, in.processor, in.fold
 
 	idemStore := idempotency.NewStore(a.DB, a.Cfg.IdempotencyTTL, a.Tenants.ForEach,
 		a.Log.With("component", "idempotency"), a.now)
@@ -210,6 +210,7 @@ type ingestParts struct {
 	ingest    *webhooks.Ingest
 	processor *webhooks.Processor
 	claimer   *webhooks.Claimer
+	fold      *webhooks.DupFolder
 }
 
 // buildIngest builds the webhook path (claimer, dispatcher, sightings,
@@ -263,7 +264,10 @@ func (a *App) buildIngest(ls *leads.Service, rc *reconcile.Service) ingestParts 
 		Leads: ls, Enricher: rc, Committed: a.liveIngest(),
 		MaxBatch: a.opt.batch, Runners: a.opt.runners, Gather: a.opt.gather, AssignInTx: a.opt.assignInTx,
 		Lifecycle: webhooks.Lifecycle{Inspector: asynq.NewInspectorFromRedisClient(a.RDB), Stats: a.Stats}}
-	return ingestParts{ingest: ingest, processor: processor, claimer: claimer}
+	// The worker folds the servers' duplicate log into deliveries every
+	// second (RunWorker); what it folds feeds the sightings like a flush.
+	fold := &webhooks.DupFolder{DB: a.DB, OnDuplicates: sightings.Add, Log: a.Log.With("component", "duplicates")}
+	return ingestParts{ingest: ingest, processor: processor, claimer: claimer, fold: fold}
 }
 
 // metricsHandler serves GET /metrics (on LEADPIPE_ADDR and cmd/worker's

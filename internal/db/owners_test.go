@@ -13,7 +13,7 @@ var tableOwners = map[string]string{
 	"tenants": "internal/tenants", "users": "internal/tenants", "user_logins": "internal/tenants",
 	"api_tokens": "internal/tenants", "sessions": "internal/tenants", "user_links": "internal/tenants",
 	"sources": "internal/sources", "source_secrets": "internal/sources",
-	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks",
+	"deliveries": "internal/webhooks", "dead_letters": "internal/webhooks", "delivery_dup_log": "internal/webhooks",
 	"leads": "internal/leads", "lead_notes": "internal/leads", "lead_events": "internal/leads", "lead_tombstones": "internal/leads",
 	"lead_merges":      "internal/leads",
 	"assignment_rules": "internal/leads", "assignment_counters": "internal/leads", "assignment_settings": "internal/leads", "assignment_reservations": "internal/leads",

@@ -59,6 +59,20 @@ func TestDuplicatesAcrossAServerCrash(t *testing.T) {
 		wg.Wait()
 	}
 	counts := func() map[string]int {
+		// Counts a server logged are folded into deliveries by the worker
+		// every second (webhooks.DupFolder): wait for the log to empty.
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var logged int
+			if err := s.check.Get(&logged, `SELECT COUNT(*) FROM delivery_dup_log WHERE tenant_id = ?`, h.tenantID); err != nil {
+				t.Fatal(err)
+			}
+			if logged == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker left %d duplicate log rows unfolded for 15 s", logged)
+			}
+		}
 		var rows []struct {
 			DeliveryID string `db:"delivery_id"`
 			ID         string `db:"id"`

@@ -67,6 +67,7 @@ type Claimer struct {
 	// with no payload and no lookup afterwards.
 	known   knownIDs
 	tally   tally
+	fold    *DupFolder // FlushDuplicates' and Shutdown's fold of the log
 	flushMu sync.Mutex // one tally flush at a time
 	flushes batch.Flusher
 
@@ -125,6 +126,7 @@ func (c *Claimer) start() {
 		if c.FlushEvery <= 0 {
 			c.FlushEvery = DuplicateHold
 		}
+		c.fold = &DupFolder{DB: c.DB, OnDuplicates: c.OnDuplicates, Log: c.Log}
 		c.known.init(max(c.Memory, 0) / 8 * 7)
 		c.tally.init(max(c.Memory, 0) / 8)
 		// Batches form from what is waiting (no linger); a second starts

@@ -2,8 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,26 +90,38 @@ func (c *Claimer) flushEarly() {
 	}()
 }
 
-// FlushDuplicates writes the tally of fast-path duplicates now.
+// FlushDuplicates writes the tally of fast-path duplicates now and folds
+// the duplicate log into deliveries (duplog.go), so the counts are on
+// their deliveries when it returns.
 func (c *Claimer) FlushDuplicates(ctx context.Context) error {
 	c.start()
-	return c.flushTally(ctx)
+	if err := c.flushTally(ctx); err != nil {
+		return err
+	}
+	return c.fold.Fold(ctx)
 }
 
 // Shutdown stops tallying (later duplicates take the claim) and writes
-// what is tallied: a clean shutdown leaves every count exact.
+// what is tallied: a clean shutdown leaves every count exact. It then
+// folds the log once, so the counts are on their deliveries without a
+// worker; a fold that fails leaves them in the log for the worker's.
 func (c *Claimer) Shutdown(ctx context.Context) error {
 	c.start()
 	c.tally.close()
 	c.flushes.Stop()
 	c.tally.earlyRuns.Wait()
-	return c.flushTally(ctx)
+	if err := c.flushTally(ctx); err != nil {
+		return err
+	}
+	if err := c.fold.Fold(ctx); err != nil && c.Log != nil {
+		c.Log.Warn("folding the last duplicate counts failed; the worker folds them", "err", err)
+	}
+	return nil
 }
 
-// flushTally writes the pending tally, one statement per flush (in chunks
-// of tallyChunk originals), and then tells OnDuplicates of the originals
-// whose lead's times_seen has to follow (see writeTally). On failure the
-// counts go back into the tally, which takes no more until a flush works.
+// flushTally appends the pending tally to the duplicate log (writeLog):
+// once that returned, the counts are durable. On failure they go back
+// into the tally, which takes no more until a flush works.
 func (c *Claimer) flushTally(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
@@ -119,48 +129,25 @@ func (c *Claimer) flushTally(ctx context.Context) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	keys := make([]tallyKey, 0, len(pending))
-	for k := range pending {
-		keys = append(keys, k)
-	}
-	// Key order: concurrent writers of the same rows (claims, the worker)
-	// lock them in this order too.
-	slices.SortFunc(keys, func(a, b tallyKey) int {
-		if a.tenantID != b.tenantID {
-			return strings.Compare(a.tenantID, b.tenantID)
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	for len(keys) > 0 {
-		n := min(len(keys), tallyChunk)
-		refs, err := c.writeTally(ctx, keys[:n], pending)
-		if err != nil {
-			rest := make(map[tallyKey]tallied, len(keys))
-			for _, k := range keys {
-				rest[k] = pending[k]
-			}
-			c.tally.putBack(rest)
-			return err
-		}
-		if c.OnDuplicates != nil && len(refs) > 0 {
-			c.OnDuplicates(refs)
-		}
-		keys = keys[n:]
+	keys := sortedTallyKeys(pending)
+	// One transaction: a huge tally takes several statements, and a
+	// count must not be logged twice when a later one fails.
+	err := db.InTx(ctx, c.DB, func(tx *sqlx.Tx) error { return writeLog(ctx, tx, keys, pending, time.Now()) })
+	if err != nil {
+		c.tally.putBack(pending)
+		return err
 	}
 	c.tally.healthy()
 	return nil
 }
 
-const tallyChunk = 500
-
-// writeTally adds each original's tallied duplicates in one statement
-// (autocommit; retried after a deadlock or a lock wait timeout): the
-// claim's own INSERT … ON DUPLICATE KEY UPDATE (claimer.go), each row
-// naming its original's primary key and carrying its count and first and
-// last arrival, so every row costs the server one primary-key lookup (a
-// CASE per column would cost it the whole list per row). An original that
-// is gone (its tenant was deleted) is stored failed in its place, as the
-// claim does.
+// writeTally adds each original's tallied duplicates in one statement,
+// in the caller's transaction (the fold's): the claim's own INSERT … ON
+// DUPLICATE KEY UPDATE (claimer.go), each row naming its original's
+// primary key and carrying its count and first and last arrival, so every
+// row costs the server one primary-key lookup (a CASE per column would
+// cost it the whole list per row). An original that is gone (its tenant
+// was deleted) is stored failed in its place, as the claim does.
 //
 // On MariaDB the statement RETURNs, from each row as its update left it
 // (under its row lock), whether the lead's times_seen is behind: a
@@ -170,18 +157,15 @@ const tallyChunk = 500
 // when it makes the lead (1 + dup_count), after this statement committed
 // or before it took the lock (then the row read here is processed and
 // returned). So a storm of duplicates of unprocessed deliveries costs no
-// sightings work, where every original used to cost Sightings a locking
-// read. MySQL has no INSERT … RETURNING: there a plain read after the
-// statement committed asks the same (a row it sees unprocessed is the
-// worker's to count, one it sees processed was either counted by the
-// worker after this statement or is behind and handed on).
-func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
+// sightings work. MySQL has no INSERT … RETURNING: there a read in the
+// same transaction after the statement asks the same under the locks the
+// statement holds.
+func writeTally(ctx context.Context, x db.Ext, returning bool, keys []tallyKey, pending map[tallyKey]tallied) ([]DeliveryRef, error) {
 	args := make([]any, 0, len(keys)*8)
 	for _, k := range keys {
 		t := pending[k]
 		args = append(args, k.tenantID, k.sourceID, k.id, k.deliveryID, t.first, t.n, t.first, t.last)
 	}
-	returning := c.tally.returning(ctx, c.DB)
 	q := `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state, last_error, dup_count, dup_first_at, dup_last_at)
 		VALUES ` + tallyRow + strings.Repeat(", "+tallyRow, len(keys)-1) + `
 		ON DUPLICATE KEY UPDATE dup_count = dup_count + VALUES(dup_count), ` + spareForFirstDuplicate + `,
@@ -190,31 +174,18 @@ func (c *Claimer) writeTally(ctx context.Context, keys []tallyKey, pending map[t
 	if returning {
 		q += `
 		RETURNING tenant_id, id, IFNULL(state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted, 0)`
+		return execTally(ctx, x, q, args)
 	}
-	var err error
-	for attempt := 0; attempt < 6; attempt++ {
-		var refs []DeliveryRef
-		if returning {
-			refs, err = c.execTally(ctx, q, args)
-		} else {
-			_, err = c.DB.ExecContext(ctx, q, args...)
-		}
-		if err == nil && !returning {
-			return c.behind(ctx, keys)
-		}
-		if err == nil || !db.Retryable(err) || ctx.Err() != nil {
-			return refs, err
-		}
-		time.Sleep(time.Duration(rand.Int64N(int64(2*time.Millisecond) << attempt)))
+	if _, err := x.ExecContext(ctx, q, args...); err != nil {
+		return nil, err
 	}
-	return nil, err
+	return behind(ctx, x, keys)
 }
 
 // behind reads which of the originals just written have a lead whose
 // times_seen is behind (MySQL, where the tally statement cannot return
-// it). An error here loses nothing the statement wrote: the originals
-// are all handed on, and Sightings reads them again under their locks.
-func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, error) {
+// it).
+func behind(ctx context.Context, x db.Ext, keys []tallyKey) ([]DeliveryRef, error) {
 	byTenant := map[string][]string{}
 	for _, k := range keys {
 		byTenant[k.tenantID] = append(byTenant[k.tenantID], k.id)
@@ -223,12 +194,12 @@ func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, e
 	for tenantID, ids := range byTenant {
 		q, args, err := sqlx.In(`SELECT id FROM deliveries
 			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`, tenantID, ids)
-		var got []string
-		if err == nil {
-			err = c.DB.SelectContext(ctx, &got, q, args...)
-		}
 		if err != nil {
-			got = ids
+			return nil, err
+		}
+		var got []string
+		if err := x.SelectContext(ctx, &got, q, args...); err != nil {
+			return nil, err
 		}
 		for _, id := range got {
 			refs = append(refs, DeliveryRef{TenantID: tenantID, ID: id})
@@ -244,12 +215,11 @@ func (c *Claimer) behind(ctx context.Context, keys []tallyKey) ([]DeliveryRef, e
 var tallyRow = `(?, ?, ?, ?, 'webhook', '', ?, 'failed', '` + vanishedOriginal + `', ?, ?, ?)`
 
 // execTally runs the tally statement and reads what it returned. Only the
-// server's error (rows.Err: the statement failed and rolled back) is a
-// failure; a row this side cannot read is handed on as behind, since the
-// statement has committed all the same and its counts must not go back
-// into the tally (they would be written twice).
-func (c *Claimer) execTally(ctx context.Context, q string, args []any) ([]DeliveryRef, error) {
-	rows, err := c.DB.QueryContext(ctx, q, args...)
+// server's error (rows.Err: the statement failed) is a failure; a row
+// this side cannot read is handed on as behind (Sightings reads it again
+// under its lock), since the statement's counts stand all the same.
+func execTally(ctx context.Context, x db.Ext, q string, args []any) ([]DeliveryRef, error) {
+	rows, err := x.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -338,30 +308,6 @@ type tally struct {
 	early     atomic.Bool    // a flush for the memory bound is running
 	earlyRuns sync.WaitGroup // that flush, for Shutdown
 
-	// flavour: whether the database takes INSERT … RETURNING (MariaDB
-	// does, MySQL does not); 0 not asked yet, 1 yes, 2 no.
-	flavour atomic.Int32
-}
-
-// returning tells whether the tally statement may RETURN (writeTally),
-// asking the server's version once.
-func (t *tally) returning(ctx context.Context, d *sqlx.DB) bool {
-	switch t.flavour.Load() {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	var v string
-	if err := d.GetContext(ctx, &v, `SELECT VERSION()`); err != nil {
-		return false // ask again next flush
-	}
-	if strings.Contains(strings.ToLower(v), "mariadb") {
-		t.flavour.Store(1)
-		return true
-	}
-	t.flavour.Store(2)
-	return false
 }
 
 // tallyKey is an original: our row id, with the delivery id's key (the

@@ -150,9 +150,9 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var n int
-		// The original's row is gone here (never stored): the flush keeps
-		// its count on a failed row in its place, as the claim does.
-		err := x.Get(&n, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, origA)
+		// The early flush logs the count (duplog.go); the fold moves it
+		// onto its delivery.
+		err := x.Get(&n, `SELECT IFNULL(SUM(dups), 0) FROM delivery_dup_log WHERE tenant_id = ?`, tenant)
 		if err == nil && n == 1 {
 			break
 		}
@@ -165,6 +165,15 @@ func TestFastPathMemoryIsBounded(t *testing.T) {
 	}
 	if err := c.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The original's row is gone here (never stored): the fold keeps its
+	// counts on a failed row in its place, as the claim does.
+	var n int
+	if err := x.Get(&n, `SELECT dup_count FROM deliveries WHERE tenant_id = ? AND id = ?`, tenant, origA); err != nil || n != 1 {
+		t.Fatalf("after Shutdown's fold the first original has dup_count %d (%v), want 1", n, err)
+	}
+	if err := x.Get(&n, `SELECT COUNT(*) FROM delivery_dup_log WHERE tenant_id = ?`, tenant); err != nil || n != 0 {
+		t.Fatalf("%d log rows left after the fold (%v)", n, err)
 	}
 }
 
@@ -191,7 +200,8 @@ func testFlushHints(t *testing.T, x *sqlx.DB, flavour int32) {
 		hinted = append(hinted, refs...)
 		mu.Unlock()
 	}}
-	c.tally.flavour.Store(flavour)
+	c.start()
+	c.fold.flavour.v.Store(flavour)
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	claim := func(did string) Delivery {
@@ -243,7 +253,7 @@ func testFlushHints(t *testing.T, x *sqlx.DB, flavour int32) {
 		stored.State != "failed" || stored.LastError != vanishedOriginal {
 		t.Fatalf("the vanished original is %+v (%v), want stored failed", stored, err)
 	}
-	if want := map[int32]int32{0: 1, 2: 2}[flavour]; c.tally.flavour.Load() != want {
-		t.Fatalf("flavour %d, want %d", c.tally.flavour.Load(), want)
+	if want := map[int32]int32{0: 1, 2: 2}[flavour]; c.fold.flavour.v.Load() != want {
+		t.Fatalf("flavour %d, want %d", c.fold.flavour.v.Load(), want)
 	}
 }
