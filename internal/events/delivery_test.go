@@ -91,10 +91,8 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	}
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	ep := e.subscribe(r)
+	e.emitLead()
 	e.settle()
 	if r.count() != 1 {
 		t.Fatalf("%d requests before the retry is due", r.count())
@@ -133,11 +131,9 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
 	bringUp := r.downUntil(503, 200)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	// Jump the clock from one due retry to the next, up to 3 days.
 	for e.jumpToNextDue(start.Add(72 * time.Hour)) {
@@ -183,13 +179,11 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
 	bringUp := r.downUntil(500, 204)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
 	idList := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	for e.jumpToNextDue(start.Add(5*24*time.Hour + time.Hour)) {
@@ -215,8 +209,7 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	// Two more while disabled: not sent.
 	before := r.count()
 	for i := 0; i < 2; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	if r.count() != before {
@@ -259,11 +252,9 @@ func TestGoneDisablesAtOnce(t *testing.T) {
 	r := newReceiver(t)
 	r.answer = func(int, http.ResponseWriter) {}
 	r.answer = func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) }
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	for i := 0; i < 3; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	cur, _ := e.S.Get(context.Background(), e.Tenants[0], ep.ID)
@@ -293,10 +284,8 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	}
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	ep := e.subscribe(r)
+	e.emitLead()
 	e.settle()
 	e.Clock.Advance(1900 * time.Millisecond)
 	e.settle()
@@ -326,8 +315,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		t.Fatalf("rotate: %+v %v", rot, err)
 	}
 	r.setSecrets(ep.Secret, rot.Secret) // the receiver checks each secret separately
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	got := r.requests()
 	if len(got) != 1 || !got[0].Verified || strings.Count(got[0].Sig, "v1,") != 2 {
@@ -364,11 +352,9 @@ func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true})
 	r := newReceiver(t)
 	bringUp := r.downUntil(500, 204)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	if r.count() != 1 {
 		t.Fatalf("first attempt: %d requests", r.count())
