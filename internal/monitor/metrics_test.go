@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -35,7 +34,7 @@ func metricValue(t *testing.T, body, series string) float64 {
 // retries: the per-minute counters (and so the charts) and /metrics equal
 // what the senders were told, duplicates included.
 func TestWebhookCountsUnderConcurrentSenders(t *testing.T) {
-	e := apptest.New(t, "monitor_e2e", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_e2e")
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	acme := e.Tenant("acme")
@@ -137,7 +136,7 @@ func TestWebhookCountsUnderConcurrentSenders(t *testing.T) {
 
 // The Asynq dashboard answers the operator only.
 func TestQueueDashboardNeedsAdminToken(t *testing.T) {
-	e := apptest.New(t, "monitor_qmon", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_qmon")
 	if r := e.Do("GET", "/admin/queues", "", nil); r.Status != 401 || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Basic") {
 		t.Fatalf("no credentials: %d %v", r.Status, r.Header)
 	}
