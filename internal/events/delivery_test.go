@@ -81,8 +81,7 @@ func TestSubscribedTypesOnlyVerifiedInSequenceNoOtherTenant(t *testing.T) {
 }
 
 func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			w.WriteHeader(500)
@@ -128,8 +127,7 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 // The receiver is down for three days: every attempt follows the schedule
 // and the delivery lands once it is back.
 func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(503, 200)
 	ep := e.subscribe(r)
 	start := e.Clock.Now()
@@ -176,8 +174,7 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 // endpoint and the alert hook fires; re-enabling and recovering delivers
 // the backlog (including what was emitted while disabled) exactly once.
 func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(500, 204)
 	ep := e.subscribe(r)
 	start := e.Clock.Now()
@@ -248,8 +245,7 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 }
 
 func TestGoneDisablesAtOnce(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(int, http.ResponseWriter) {}
 	r.answer = func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) }
 	ep := e.subscribe(r)
@@ -274,8 +270,7 @@ func TestGoneDisablesAtOnce(t *testing.T) {
 }
 
 func TestRetryAfterIsWaitedOut(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			w.Header().Set("Retry-After", "2")
@@ -306,8 +301,7 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 // During a rotation's grace period a receiver holding either secret
 // verifies every delivery; after it only the new one signs.
 func TestRotationSignsWithBothSecrets(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	grace := 3600
 	rot, err := e.S.Rotate(context.Background(), e.Tenants[0], ep.ID, events.RotateInput{GraceSeconds: &grace})
@@ -349,8 +343,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 // was never sent: an event whose first attempt failed (next try in 5 s on
 // the schedule) goes out on Recover without the clock moving.
 func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(500, 204)
 	ep := e.subscribe(r)
 	start := e.Clock.Now()

@@ -190,6 +190,13 @@ func (e *env) endpoint(tenant, url string, types ...string) events.Endpoint {
 	return ep
 }
 
+// envWithReceiver is an env that may deliver to loopback addresses and a
+// receiver there.
+func envWithReceiver(t *testing.T) (*env, *receiver) {
+	t.Helper()
+	return newEnv(t, envOpts{allowPrivate: true}), newReceiver(t)
+}
+
 // subscribe creates the first tenant's endpoint for lead.created at r,
 // whose requests r verifies with the endpoint's secret.
 func (e *env) subscribe(r *receiver) events.Endpoint {

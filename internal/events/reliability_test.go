@@ -92,8 +92,7 @@ func TestConcurrentRelaysAndDuplicateTasksSendOnce(t *testing.T) {
 // Redis down while relaying: the fan-out commits, the enqueue fails; once
 // Redis is back the sweeper sends every event once.
 func TestRedisDownAtRelay(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	e.subscribe(r)
 	good := e.S.Queue
 	e.S.Queue = deadQueue{}
@@ -119,8 +118,7 @@ func TestCrashAfterCommitBeforeRelay(t *testing.T) {
 	if os.Getenv("EVENTS_CRASH_CHILD_DSN") != "" {
 		t.Skip("child")
 	}
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	e.subscribe(r)
 	dsn := e.DSN
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
