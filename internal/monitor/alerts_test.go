@@ -34,14 +34,14 @@ func alertHook(t *testing.T, e *apptest.Env, ten apptest.Tenant) {
 	}
 }
 
-// racing runs f n times at once (evaluators racing) and returns their
-// errors joined.
-func racing(n int, f func() error) error {
+// racing runs f(0) … f(n-1) at once (evaluators or senders racing) and
+// returns their errors joined.
+func racing(n int, f func(i int) error) error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = f() }()
+		go func() { defer wg.Done(); errs[i] = f(i) }()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -126,7 +126,7 @@ func TestRetryStormRaisesOneAlertThatResolves(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0.Add(time.Duration(m+1)*time.Minute + monitor.EvaluateLag) // just after minute m ended
-		if err := racing(racers, func() error { return svc.Evaluate(ctx, now) }); err != nil {
+		if err := racing(racers, func(int) error { return svc.Evaluate(ctx, now) }); err != nil {
 			t.Errorf("evaluate: %v", err)
 		}
 	}

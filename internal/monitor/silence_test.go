@@ -67,7 +67,7 @@ func TestSilenceFiresOnceAndResolves(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := racing(2, func() error { return svc.Evaluate(ctx, now) }); err != nil { // two evaluators race
+		if err := racing(2, func(int) error { return svc.Evaluate(ctx, now) }); err != nil { // two evaluators race
 			t.Fatalf("minute %d: %v", m, err)
 		}
 		all := silences(acme.ID, monitor.StateAll)

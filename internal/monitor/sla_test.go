@@ -79,7 +79,7 @@ func TestSLABreachFiresAndResolves(t *testing.T) {
 		t.Fatalf("fired 10 minutes past due: %d", n)
 	}
 	// 31 minutes past due: eight evaluators at once, one alert.
-	if err := racing(8, func() error { return svc.EvaluateTenant(ctx, a.ID, due.Add(31*time.Minute)) }); err != nil {
+	if err := racing(8, func(int) error { return svc.EvaluateTenant(ctx, a.ID, due.Add(31*time.Minute)) }); err != nil {
 		t.Fatal(err)
 	}
 	evaluate(due.Add(32 * time.Minute))
