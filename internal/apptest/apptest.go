@@ -223,12 +223,19 @@ func (e *Env) Do(method, path, token string, body any, headers ...string) Respon
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return Send(e.T, http.DefaultClient, req, headers...)
+}
+
+// Send sets the header pairs on req, sends it with c and reads the
+// answer, failing the test if it cannot be sent.
+func Send(t testing.TB, c *http.Client, req *http.Request, headers ...string) Response {
+	t.Helper()
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := c.Do(req)
 	if err != nil {
-		e.T.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)

@@ -53,6 +53,14 @@ func (e *Env) Hook(tenantSlug, sourceSlug, kind, secret string) Hook {
 	return Hook{T: e.T, URL: e.URL + "/hooks/" + tenantSlug + "/" + sourceSlug, Kind: kind, Secret: secret}
 }
 
+// SourceHook creates a source of the tenant through the service and
+// returns it with its sender.
+func (e *Env) SourceHook(ten Tenant, in sources.CreateInput) (sources.Source, Hook) {
+	e.T.Helper()
+	src, secret := e.Source(ten.ID, in)
+	return src, e.Hook(ten.Slug, in.Slug, in.Kind, secret)
+}
+
 // Post sends one delivery of the kind's sample body for ref and returns
 // the status.
 func (h Hook) Post(deliveryID, ref string, l kinds.Lead) int {

@@ -73,18 +73,29 @@ func TestAddrs(t *testing.T) {
 	}
 }
 
-// A DSN listing several addresses connects through the first that
-// answers: a dead node in front of a live one costs nothing but a
-// refused connection.
-func TestOpenFailsOverToTheNextAddress(t *testing.T) {
-	dsn := dbtest.DSN(t, "failover")
+// nodeInFront makes a fresh database (dropped when the test ends) and
+// returns a function that lists another node before its one address in
+// its DSN. It skips the test when the test DSN is not one TCP address.
+func nodeInFront(t *testing.T, name string) func(node string) string {
+	t.Helper()
+	dsn := dbtest.DSN(t, name)
 	t.Cleanup(func() { _ = db.DropDatabase(context.Background(), dsn) })
 	first, addrs := db.Addrs(dsn)
 	if len(addrs) != 1 {
 		t.Skipf("test DSN %q is not a single TCP address", dsn)
 	}
+	return func(node string) string {
+		return strings.Replace(first, "tcp("+addrs[0]+")", "tcp("+node+","+addrs[0]+")", 1)
+	}
+}
+
+// A DSN listing several addresses connects through the first that
+// answers: a dead node in front of a live one costs nothing but a
+// refused connection.
+func TestOpenFailsOverToTheNextAddress(t *testing.T) {
+	withFront := nodeInFront(t, "failover")
 	// Port 1 on loopback refuses at once.
-	multi := strings.Replace(first, "tcp("+addrs[0]+")", "tcp(127.0.0.1:1,"+addrs[0]+")", 1)
+	multi := withFront("127.0.0.1:1")
 	d, err := db.Open(context.Background(), multi)
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +114,7 @@ func TestOpenFailsOverToTheNextAddress(t *testing.T) {
 // connection at most the per-node connect bound, not the driver's read
 // timeout: the next address serves it.
 func TestOpenSkipsANodeThatAcceptsButDoesNotAnswer(t *testing.T) {
-	dsn := dbtest.DSN(t, "failover_silent")
-	t.Cleanup(func() { _ = db.DropDatabase(context.Background(), dsn) })
-	first, addrs := db.Addrs(dsn)
-	if len(addrs) != 1 {
-		t.Skipf("test DSN %q is not a single TCP address", dsn)
-	}
+	withFront := nodeInFront(t, "failover_silent")
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +140,7 @@ func TestOpenSkipsANodeThatAcceptsButDoesNotAnswer(t *testing.T) {
 			c.Close()
 		}
 	})
-	multi := strings.Replace(first, "tcp("+addrs[0]+")", "tcp("+silent.Addr().String()+","+addrs[0]+")", 1)
+	multi := withFront(silent.Addr().String())
 	start := time.Now()
 	d, err := db.Open(context.Background(), multi)
 	if err != nil {

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -46,7 +47,7 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 		t.Fatalf("second migrate: %v", err)
 	}
 	d.Close()
-	if got := schema(t, refDSN); !equal(got, want) {
+	if got := schema(t, refDSN); !slices.Equal(got, want) {
 		t.Fatalf("schema changed after a second run")
 	}
 
@@ -75,7 +76,7 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 			t.Fatalf("concurrent migrate: %v", err)
 		}
 	}
-	if got := schema(t, dsn); !equal(got, want) {
+	if got := schema(t, dsn); !slices.Equal(got, want) {
 		t.Fatalf("concurrent schema differs from reference")
 	}
 	// Every migration recorded exactly once.
@@ -88,16 +89,4 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 	if dups != 0 {
 		t.Fatalf("%d migrations recorded twice", dups)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

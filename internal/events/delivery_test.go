@@ -81,8 +81,7 @@ func TestSubscribedTypesOnlyVerifiedInSequenceNoOtherTenant(t *testing.T) {
 }
 
 func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			w.WriteHeader(500)
@@ -91,10 +90,8 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	}
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	ep := e.subscribe(r)
+	e.emitLead()
 	e.settle()
 	if r.count() != 1 {
 		t.Fatalf("%d requests before the retry is due", r.count())
@@ -130,14 +127,11 @@ func TestFailedThenRetriedWithSameWebhookID(t *testing.T) {
 // The receiver is down for three days: every attempt follows the schedule
 // and the delivery lands once it is back.
 func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(503, 200)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	// Jump the clock from one due retry to the next, up to 3 days.
 	for e.jumpToNextDue(start.Add(72 * time.Hour)) {
@@ -180,16 +174,13 @@ func TestDownThreeDaysDeliveredOnSchedule(t *testing.T) {
 // endpoint and the alert hook fires; re-enabling and recovering delivers
 // the backlog (including what was emitted while disabled) exactly once.
 func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(500, 204)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
 	idList := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	for e.jumpToNextDue(start.Add(5*24*time.Hour + time.Hour)) {
@@ -215,8 +206,7 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 	// Two more while disabled: not sent.
 	before := r.count()
 	for i := 0; i < 2; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	if r.count() != before {
@@ -255,15 +245,12 @@ func TestDownFiveDaysDisabledThenRecovered(t *testing.T) {
 }
 
 func TestGoneDisablesAtOnce(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(int, http.ResponseWriter) {}
 	r.answer = func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) }
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	for i := 0; i < 3; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.settle()
 	cur, _ := e.S.Get(context.Background(), e.Tenants[0], ep.ID)
@@ -283,8 +270,7 @@ func TestGoneDisablesAtOnce(t *testing.T) {
 }
 
 func TestRetryAfterIsWaitedOut(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	r.answer = func(n int, w http.ResponseWriter) {
 		if n == 1 {
 			w.Header().Set("Retry-After", "2")
@@ -293,10 +279,8 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	}
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	ep := e.subscribe(r)
+	e.emitLead()
 	e.settle()
 	e.Clock.Advance(1900 * time.Millisecond)
 	e.settle()
@@ -317,8 +301,7 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 // During a rotation's grace period a receiver holding either secret
 // verifies every delivery; after it only the new one signs.
 func TestRotationSignsWithBothSecrets(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
 	grace := 3600
 	rot, err := e.S.Rotate(context.Background(), e.Tenants[0], ep.ID, events.RotateInput{GraceSeconds: &grace})
@@ -326,8 +309,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		t.Fatalf("rotate: %+v %v", rot, err)
 	}
 	r.setSecrets(ep.Secret, rot.Secret) // the receiver checks each secret separately
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	got := r.requests()
 	if len(got) != 1 || !got[0].Verified || strings.Count(got[0].Sig, "v1,") != 2 {
@@ -361,14 +343,11 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 // was never sent: an event whose first attempt failed (next try in 5 s on
 // the schedule) goes out on Recover without the clock moving.
 func TestRecoverSendsWhatWaitsForARetry(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
+	e, r := envWithReceiver(t)
 	bringUp := r.downUntil(500, 204)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	ep := e.subscribe(r)
 	start := e.Clock.Now()
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	if r.count() != 1 {
 		t.Fatalf("first attempt: %d requests", r.count())

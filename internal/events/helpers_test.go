@@ -190,6 +190,31 @@ func (e *env) endpoint(tenant, url string, types ...string) events.Endpoint {
 	return ep
 }
 
+// envWithReceiver is an env that may deliver to loopback addresses and a
+// receiver there.
+func envWithReceiver(t *testing.T) (*env, *receiver) {
+	t.Helper()
+	return newEnv(t, envOpts{allowPrivate: true}), newReceiver(t)
+}
+
+// subscribe creates the first tenant's endpoint for lead.created at r,
+// whose requests r verifies with the endpoint's secret.
+func (e *env) subscribe(r *receiver) events.Endpoint {
+	e.t.Helper()
+	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
+	r.setSecrets(ep.Secret)
+	return ep
+}
+
+// emitLead emits lead.created for a new lead of the first tenant and
+// returns the lead's id.
+func (e *env) emitLead() string {
+	e.t.Helper()
+	id := ids.New()
+	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	return id
+}
+
 func (e *env) delivery(tenant, endpointID, eventID string) events.DeliveryRow {
 	e.t.Helper()
 	v, err := e.S.Event(context.Background(), tenant, eventID)
@@ -307,18 +332,6 @@ func (r *receiver) requests() []received {
 }
 
 func (r *receiver) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
-}
 
 // jumpToNextDue moves the clock to the earliest pending retry if it is
 // before limit, and reports whether it did.

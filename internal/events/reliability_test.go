@@ -26,12 +26,10 @@ import (
 func TestConcurrentRelaysAndDuplicateTasksSendOnce(t *testing.T) {
 	e := newEnv(t, envOpts{allowPrivate: true, maxInFlight: 64})
 	r := newReceiver(t)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	e.subscribe(r)
 	const n = 200
 	for i := 0; i < n; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
@@ -94,15 +92,12 @@ func TestConcurrentRelaysAndDuplicateTasksSendOnce(t *testing.T) {
 // Redis down while relaying: the fan-out commits, the enqueue fails; once
 // Redis is back the sweeper sends every event once.
 func TestRedisDownAtRelay(t *testing.T) {
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	e, r := envWithReceiver(t)
+	e.subscribe(r)
 	good := e.S.Queue
 	e.S.Queue = deadQueue{}
 	for i := 0; i < 5; i++ {
-		id := ids.New()
-		e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+		e.emitLead()
 	}
 	e.relay()
 	time.Sleep(300 * time.Millisecond)
@@ -123,10 +118,8 @@ func TestCrashAfterCommitBeforeRelay(t *testing.T) {
 	if os.Getenv("EVENTS_CRASH_CHILD_DSN") != "" {
 		t.Skip("child")
 	}
-	e := newEnv(t, envOpts{allowPrivate: true})
-	r := newReceiver(t)
-	ep := e.endpoint(e.Tenants[0], r.URL(), events.LeadCreated)
-	r.setSecrets(ep.Secret)
+	e, r := envWithReceiver(t)
+	e.subscribe(r)
 	dsn := e.DSN
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "EVENTS_CRASH_CHILD_DSN="+dsn, "EVENTS_CRASH_TENANT="+e.Tenants[0])
@@ -211,8 +204,7 @@ func TestDeliveryTimeSSRFGuard(t *testing.T) {
 	for u := range cases {
 		idList[e.endpoint(e.Tenants[0], u, events.LeadCreated).ID] = u
 	}
-	id := ids.New()
-	e.emit(e.Tenants[0], events.LeadCreated, id, lead{ID: id})
+	e.emitLead()
 	e.settle()
 	for epID, u := range idList {
 		atts, _, err := e.S.Attempts(context.Background(), e.Tenants[0], epID, "", 10)

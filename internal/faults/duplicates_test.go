@@ -21,10 +21,7 @@ import (
 // in that window nor an original; and once more duplicates come,
 // times_seen equals 1 + dup_count again for every lead.
 func TestDuplicatesAcrossAServerCrash(t *testing.T) {
-	s := &suite{t: t, sc: scale{settle: 3 * time.Minute}, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
-	s.start("leadpipe_dupcrash")
-	h := s.newTenant("dupcrash")
+	s, h := startWithTenant(t, "leadpipe_dupcrash", "dupcrash")
 	const msgs = 40
 	sent := map[string]string{} // msg → natural key
 	orig := map[string]string{} // msg → the delivery id its first answer named
@@ -37,26 +34,12 @@ func TestDuplicatesAcrossAServerCrash(t *testing.T) {
 	// storm sends every message times more, from 8 senders at once, and
 	// checks that each answer names the message's original.
 	storm := func(times int) {
-		work := make(chan string)
-		var wg sync.WaitGroup
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for msg := range work {
-					if id := s.deliverTo(h, msg, sent[msg]); id != orig[msg] {
-						t.Errorf("a duplicate of %s was answered %q, its original is %s", msg, id, orig[msg])
-					}
-				}
-			}()
-		}
-		for k := 0; k < times; k++ {
-			for i := 0; i < msgs; i++ {
-				work <- fmt.Sprintf("dup-%d", i)
+		fanOut(times*msgs, func(i int) {
+			msg := fmt.Sprintf("dup-%d", i%msgs)
+			if id := s.deliverTo(h, msg, sent[msg]); id != orig[msg] {
+				t.Errorf("a duplicate of %s was answered %q, its original is %s", msg, id, orig[msg])
 			}
-		}
-		close(work)
-		wg.Wait()
+		})
 	}
 	counts := func() map[string]int {
 		// Counts a server logged are folded into deliveries by the worker

@@ -61,11 +61,15 @@ type suite struct {
 	retries  int
 }
 
+func newSuite(t *testing.T, sc scale) *suite {
+	return &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
+		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+}
+
 func TestFaults(t *testing.T) {
 	mode, sc := suiteScale()
 	t.Logf("fault suite, %s version: %d deliveries and %d Idempotency-Key POSTs per fault", mode, sc.perPhase, sc.keysPerPhase)
-	s := &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	s := newSuite(t, sc)
 	s.start("leadpipe_faults")
 	var err error
 	s.provision()
@@ -126,22 +130,7 @@ func (s *suite) start(dbName string) {
 	dir := t.TempDir()
 	port := freePort(t)
 	s.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	env := map[string]string{
-		"LEADPIPE_ADDR":                  fmt.Sprintf("127.0.0.1:%d", port),
-		"LEADPIPE_MYSQL_DSN":             s.mdb.dsn(dbName),
-		"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
-		"LEADPIPE_BASE_URL":              s.base,
-		"LEADPIPE_ADMIN_TOKEN":           adminToken,
-		"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
-		"LEADPIPE_WORKER":                "off",
-		"LEADPIPE_SWEEP_AFTER":           "2s",
-		"LEADPIPE_LOG_LEVEL":             "warn",
-		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
-		// Any free port at each (re)start: nothing here calls the worker's
-		// listener, and a port picked once can be taken by an outgoing
-		// connection before the worker restarts.
-		"LEADPIPE_WORKER_ADDR": "127.0.0.1:0",
-	}
+	env := s.leadpipeEnv(fmt.Sprintf("127.0.0.1:%d", port), s.mdb.dsn(dbName))
 	s.server = newLeadpipe(t, "server", serverBin, env, dir)
 	s.worker = newLeadpipe(t, "worker", workerBin, env, dir)
 	t.Cleanup(func() {
@@ -159,6 +148,27 @@ func (s *suite) start(dbName string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.check.Close() })
+}
+
+// leadpipeEnv is the environment of a server or worker process listening
+// on addr, on the database of dsn and the suite's Redis.
+func (s *suite) leadpipeEnv(addr, dsn string) map[string]string {
+	return map[string]string{
+		"LEADPIPE_ADDR":                  addr,
+		"LEADPIPE_MYSQL_DSN":             dsn,
+		"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
+		"LEADPIPE_BASE_URL":              s.base,
+		"LEADPIPE_ADMIN_TOKEN":           adminToken,
+		"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
+		"LEADPIPE_WORKER":                "off",
+		"LEADPIPE_SWEEP_AFTER":           "2s",
+		"LEADPIPE_LOG_LEVEL":             "warn",
+		"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
+		// Any free port at each (re)start: nothing here calls the worker's
+		// listener, and a port picked once can be taken by an outgoing
+		// connection before the worker restarts.
+		"LEADPIPE_WORKER_ADDR": "127.0.0.1:0",
+	}
 }
 
 // phase sends one burst, injects the fault once a third of it is
@@ -455,16 +465,23 @@ func (s *suite) mustJSON(method, path, token string, body any, want int, out any
 func (s *suite) settled(when string) {
 	t := s.t
 	t.Helper()
+	if n, ok := s.untilNone(`SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, s.tenantID); !ok {
+		t.Fatalf("%s: %d deliveries still received after the settle time (%s)", when, n, s.sc.settle)
+	}
+}
+
+// untilNone polls the count query every 250 ms until it answers 0 or the
+// settle time is over; it returns the last count and whether it reached 0.
+func (s *suite) untilNone(query string, args ...any) (int, bool) {
 	deadline := time.Now().Add(s.sc.settle)
 	var n int
 	for time.Now().Before(deadline) {
-		err := s.check.Get(&n, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'received'`, s.tenantID)
-		if err == nil && n == 0 {
-			return
+		if err := s.check.Get(&n, query, args...); err == nil && n == 0 {
+			return 0, true
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("%s: %d deliveries still received after the settle time (%s)", when, n, s.sc.settle)
+	return n, false
 }
 
 func (s *suite) invariants(after string) {

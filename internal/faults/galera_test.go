@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -61,16 +60,7 @@ type galeraCluster struct {
 
 func mysqlTools(t *testing.T) (mariadbd, installDB string) {
 	t.Helper()
-	mariadbd, err := exec.LookPath("mariadbd")
-	if err != nil {
-		mariadbd = "/usr/sbin/mariadbd"
-	}
-	if _, err := os.Stat(mariadbd); err != nil {
-		t.Skip("mariadbd not installed")
-	}
-	if installDB, err = exec.LookPath("mariadb-install-db"); err != nil {
-		t.Skip("mariadb-install-db not installed")
-	}
+	mariadbd, installDB = mariadbTools(t)
 	if _, err := os.Stat("/usr/lib/galera/libgalera_smm.so"); err != nil {
 		t.Skip("galera-4 not installed (/usr/lib/galera/libgalera_smm.so)")
 	}
@@ -85,20 +75,8 @@ func mysqlTools(t *testing.T) (mariadbd, installDB string) {
 func startGalera(t *testing.T) *galeraCluster {
 	t.Helper()
 	mariadbd, installDB := mysqlTools(t)
-	// mariadbd drops to the mysql user when started as root: the data
-	// directories live in /tmp (mode 755), not in the test's 0700 dir.
-	root, err := os.MkdirTemp("/tmp", "lp-galera-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := &galeraCluster{t: t}
-	if os.Geteuid() == 0 {
-		c.runAs = []string{"--user=mysql"}
-	}
+	root := mysqlDir(t, "lp-galera-")
+	c := &galeraCluster{t: t, runAs: runAsMySQL()}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := 1; i <= 3; i++ {
@@ -108,22 +86,12 @@ func startGalera(t *testing.T) *galeraCluster {
 		}
 		// Its own temporary directory: installs running side by side
 		// name their temporary tables alike.
-		g.tmp = filepath.Join(g.dir, "tmp")
-		if err := os.Mkdir(g.tmp, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Chmod(g.tmp, 0o1777)
-		g.env = append(os.Environ(), "TMPDIR="+g.tmp)
+		g.tmp, g.env = mysqlTmp(t, g.dir)
 		c.nodes = append(c.nodes, g)
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			install := exec.Command(installDB, append([]string{"--no-defaults", "--datadir=" + filepath.Join(g.dir, "data"),
-				"--auth-root-authentication-method=normal", "--skip-test-db"}, c.runAs...)...)
-			install.Env = g.env
-			if out, err := install.CombinedOutput(); err != nil {
-				errs[i-1] = fmt.Errorf("mariadb-install-db node %d: %v\n%s", i, err, out)
-			}
+			errs[i-1] = installDataDir(installDB, g.dir, g.env, c.runAs)
 		}(i)
 	}
 	wg.Wait()
@@ -132,24 +100,16 @@ func startGalera(t *testing.T) *galeraCluster {
 			t.Fatal(err)
 		}
 	}
-	if os.Geteuid() == 0 {
-		if u, err := user.Lookup("mysql"); err == nil {
-			uid, _ := strconv.Atoi(u.Uid)
-			gid, _ := strconv.Atoi(u.Gid)
-			_ = filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
-		}
-	}
+	chownToMySQL(root)
 	for _, g := range c.nodes {
 		g.name, g.bin, g.log = fmt.Sprintf("galera%d", g.n), mariadbd, filepath.Join(g.dir, "stdout.log")
-		g.base = append([]string{"--no-defaults", "--datadir=" + filepath.Join(g.dir, "data"), "--socket=" + filepath.Join(g.dir, "mysqld.sock"),
-			"--port=" + strconv.Itoa(g.port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(g.dir, "mysqld.pid"),
-			"--log-error=" + filepath.Join(g.dir, "error.log"), "--innodb-buffer-pool-size=128M",
-			"--max-connections=500", "--skip-name-resolve", "--tmpdir=" + g.tmp,
+		g.base = append(mariadbdArgs(g.dir, g.tmp, g.port),
 			"--wsrep-on=ON", "--wsrep-provider=/usr/lib/galera/libgalera_smm.so", "--binlog-format=ROW",
 			"--innodb-autoinc-lock-mode=2", "--wsrep-cluster-name=leadpipe_galera_test", "--wsrep-sst-method=rsync",
 			fmt.Sprintf("--wsrep-node-address=127.0.0.1:%d", g.gport),
 			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d", g.gport, g.iport),
-			fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", g.sp)}, c.runAs...)
+			fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", g.sp))
+		g.base = append(g.base, c.runAs...)
 		t.Cleanup(func() { g.signal(syscall.SIGKILL) })
 	}
 	start := time.Now()
@@ -418,24 +378,9 @@ func startLeadpipeOn(t *testing.T, s *suite, dsns [3]string, dir string) (*proc,
 	ports := []int{freePort(t), freePort(t)}
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
 	s.base = "http://" + hosts[0]
-	env := func(i int, addr string) map[string]string {
-		return map[string]string{
-			"LEADPIPE_ADDR":                  addr,
-			"LEADPIPE_MYSQL_DSN":             dsns[i],
-			"LEADPIPE_REDIS_URL":             "redis://" + s.redis.Addr() + "/0",
-			"LEADPIPE_BASE_URL":              s.base,
-			"LEADPIPE_ADMIN_TOKEN":           adminToken,
-			"LEADPIPE_SECRET_KEY":            "ZmF1bHRzLWtleS1mYXVsdHMta2V5LWZhdWx0cy0zMmI=",
-			"LEADPIPE_WORKER":                "off",
-			"LEADPIPE_SWEEP_AFTER":           "2s",
-			"LEADPIPE_LOG_LEVEL":             "warn",
-			"LEADPIPE_ALLOW_PRIVATE_TARGETS": "true",
-			"LEADPIPE_WORKER_ADDR":           "127.0.0.1:0",
-		}
-	}
-	s.server = newLeadpipe(t, "server1", serverBin, env(0, hosts[0]), dir)
-	server2 := newLeadpipe(t, "server2", serverBin, env(1, hosts[1]), dir)
-	s.worker = newLeadpipe(t, "worker", workerBin, env(2, "127.0.0.1:0"), dir)
+	s.server = newLeadpipe(t, "server1", serverBin, s.leadpipeEnv(hosts[0], dsns[0]), dir)
+	server2 := newLeadpipe(t, "server2", serverBin, s.leadpipeEnv(hosts[1], dsns[1]), dir)
+	s.worker = newLeadpipe(t, "worker", workerBin, s.leadpipeEnv("127.0.0.1:0", dsns[2]), dir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server1 log tail:\n%s", s.server.tail(30))
@@ -466,8 +411,7 @@ func TestGalera(t *testing.T) {
 	cluster := startGalera(t)
 	certificationConflicts(t, cluster)
 	readsWaitForHeldApplier(t, cluster)
-	s := &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
+	s := newSuite(t, sc)
 	s.redis = redistest.Single(t)
 	// Server 1 prefers node 1, server 2 node 2, the worker node 3.
 	binaries(t)
@@ -590,10 +534,6 @@ func TestGaleraIngestCost(t *testing.T) {
 	}
 	const senders = 16
 	sc := scale{perPhase: n, senders: senders, settle: 5 * time.Minute}
-	newSuite := func() *suite {
-		return &suite{t: t, sc: sc, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-			keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
-	}
 	type setup struct {
 		name   string
 		s      *suite
@@ -602,13 +542,13 @@ func TestGaleraIngestCost(t *testing.T) {
 	old := client
 	t.Cleanup(func() { client = old })
 
-	plain := newSuite()
+	plain := newSuite(t, sc)
 	mdb := startMariaDB(t)
 	plain.redis = redistest.Single(t)
 	dsn := mdb.dsn("leadpipe_cost")
 	_, hostsP := startLeadpipeOn(t, plain, [3]string{dsn, dsn, dsn}, t.TempDir())
 	cluster := startGalera(t)
-	gal := newSuite()
+	gal := newSuite(t, sc)
 	gal.redis = redistest.Single(t)
 	_, hostsG := startLeadpipeOn(t, gal, [3]string{cluster.dsn(0, "leadpipe_cost"), cluster.dsn(1, "leadpipe_cost"), cluster.dsn(2, "leadpipe_cost")}, t.TempDir())
 	setups := []*setup{

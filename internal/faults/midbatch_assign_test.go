@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,10 +27,7 @@ import (
 // later, none twice, none lost); the counts per member differ by at most
 // 1; every delivery processed exactly once (as TestWorkerKilledMidBatch).
 func TestWorkerKilledMidBatchAssigns(t *testing.T) {
-	s := &suite{t: t, sc: scale{settle: 3 * time.Minute}, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
-	s.start("leadpipe_midbatch_assign")
-	h := s.newTenant("midassign")
+	s, h := startWithTenant(t, "leadpipe_midbatch_assign", "midassign")
 	ctx := context.Background()
 	var members []string
 	for _, n := range []string{"ada", "bob", "cy"} {
@@ -47,28 +43,10 @@ func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 
 	// The gate: inserting a gated new lead with an owner (its batch has
 	// reserved its positions) first signals, then waits on the gate row.
-	for _, q := range []string{`CREATE TABLE midassign_gate (id INT PRIMARY KEY)`, `INSERT INTO midassign_gate VALUES (1)`,
-		`CREATE TRIGGER midassign_gate BEFORE INSERT ON leads FOR EACH ROW BEGIN
-			DECLARE g INT;
-			IF NEW.source_ref LIKE 'gated-%' AND NEW.owner_id IS NOT NULL THEN
-				SET g = GET_LOCK('midassign-arrived', 0);
-				SELECT id INTO g FROM midassign_gate WHERE id = 1 FOR UPDATE;
-			END IF;
-		END`} {
-		if _, err := s.check.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sent := map[string]string{} // msg → natural key
-	var mu sync.Mutex
-	send := func(msg, ref string) {
-		s.deliverTo(h, msg, ref)
-		mu.Lock()
-		sent[msg] = ref
-		mu.Unlock()
-	}
+	s.gate("midassign", "INSERT ON leads", "NEW.source_ref LIKE 'gated-%' AND NEW.owner_id IS NOT NULL")
+	send, sent := s.sender(h)
 	for i := 0; i < 10; i++ {
-		send(fmt.Sprintf("first-%d", i), fmt.Sprintf("ref-%d", i))
+		send(fmt.Sprintf("first-%d", i), fmt.Sprintf("ref-%d", i), 1)
 	}
 	s.waitProcessed(h.tenantID)
 
@@ -76,55 +54,21 @@ func TestWorkerKilledMidBatchAssigns(t *testing.T) {
 	// new leads, then 100 more.
 	s.worker.signal(syscall.SIGTERM)
 	backlog := func(prefix, refPrefix string, n int) {
-		work := make(chan int)
-		var wg sync.WaitGroup
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range work {
-					send(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-%d", refPrefix, i))
-				}
-			}()
-		}
-		for i := 0; i < n; i++ {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
+		fanOut(n, func(i int) { send(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-%d", refPrefix, i), 1) })
 	}
 	backlog("msg", "new", 200)
 	backlog("gmsg", "gated", 100)
 	backlog("late", "late", 100)
 
-	gate, err := s.check.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Rollback()
-	if _, err := gate.ExecContext(ctx, `SELECT id FROM midassign_gate WHERE id = 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	s.worker.start(t)
-	arrived := 0
-	deadline := time.Now().Add(60 * time.Second)
-	for arrived == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		_ = s.check.GetContext(ctx, &arrived, `SELECT IS_USED_LOCK('midassign-arrived') IS NOT NULL`)
-	}
-	if arrived == 0 {
+	gate, arrived, _ := s.holdGate("midassign")
+	if !arrived {
 		t.Fatal("no batch transaction reached the gate within 60 s")
 	}
 	time.Sleep(time.Second) // the batches behind it reach the position row
-	var blocked struct {
-		N        int `db:"n"`
-		Modified int `db:"modified"`
-	}
-	_ = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
-		FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`)
+	blocked, modified := s.lockWaits()
 	var pos int
 	_ = s.check.GetContext(ctx, &pos, `SELECT next_pos FROM assignment_counters WHERE tenant_id = ?`, h.tenantID)
-	t.Logf("%d batch transactions wait on locks with %d rows written; committed counter %d; killing the worker", blocked.N, blocked.Modified, pos)
+	t.Logf("%d batch transactions wait on locks with %d rows written; committed counter %d; killing the worker", blocked, modified, pos)
 	s.worker.signal(syscall.SIGKILL)
 	if err := gate.Rollback(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // The worker process SIGKILLed in the middle of its batch transactions
@@ -32,36 +34,12 @@ import (
 // test's probe and the server's duplicate-count flush (an upsert on
 // deliveries) waited behind it until their timeouts.
 func TestWorkerKilledMidBatch(t *testing.T) {
-	s := &suite{t: t, sc: scale{settle: 3 * time.Minute}, acks: map[string]map[string]bool{}, msgRef: map[string]string{},
-		keyLeads: map[string]map[string]bool{}, human: map[string]string{}}
-	s.start("leadpipe_midbatch")
-	h := s.newTenant("midbatch")
+	s, h := startWithTenant(t, "leadpipe_midbatch", "midbatch")
 	ctx := context.Background()
 	// The gate: marking a received gated delivery processed first locks its
-	// row. Each arrival at the gate first takes the user-level lock
-	// midbatch-arrived (without waiting: one holder is signal enough).
-	for _, q := range []string{`CREATE TABLE midbatch_gate (id INT PRIMARY KEY)`, `INSERT INTO midbatch_gate VALUES (1)`,
-		`CREATE TRIGGER midbatch_gate BEFORE UPDATE ON deliveries FOR EACH ROW BEGIN
-			DECLARE g INT;
-			IF OLD.state = 'received' AND NEW.state = 'processed' AND OLD.delivery_id LIKE 'gated-%' THEN
-				SET g = GET_LOCK('midbatch-arrived', 0);
-				SELECT id INTO g FROM midbatch_gate WHERE id = 1 FOR UPDATE;
-			END IF;
-		END`} {
-		if _, err := s.check.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sent := map[string]string{} // msg → natural key
-	var mu sync.Mutex
-	send := func(msg, ref string, times int) {
-		for k := 0; k < times; k++ {
-			s.deliverTo(h, msg, ref)
-		}
-		mu.Lock()
-		sent[msg] = ref
-		mu.Unlock()
-	}
+	// row.
+	s.gate("midbatch", "UPDATE ON deliveries", "OLD.state = 'received' AND NEW.state = 'processed' AND OLD.delivery_id LIKE 'gated-%'")
+	send, sent := s.sender(h)
 	// Some leads exist before the backlog (its records update them).
 	for i := 0; i < 10; i++ {
 		send(fmt.Sprintf("first-%d", i), fmt.Sprintf("ref-%d", i), 1)
@@ -72,49 +50,17 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	// ones, of 40 natural keys, every fourth sent twice (a duplicate).
 	s.worker.signal(syscall.SIGTERM)
 	backlog := func(prefix string, n int) {
-		work := make(chan int)
-		var wg sync.WaitGroup
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range work {
-					send(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("ref-%d", i%40), 1+boolInt(i%4 == 0))
-				}
-			}()
-		}
-		for i := 0; i < n; i++ {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
+		fanOut(n, func(i int) {
+			send(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("ref-%d", i%40), 1+boolInt(i%4 == 0))
+		})
 	}
 	backlog("msg", 200)
 	backlog("gated", 100)
 
 	// Close the gate, start the worker, wait for a batch transaction that
 	// has written rows and waits at the gate, and kill the worker there.
-	gate, err := s.check.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Rollback()
-	if _, err := gate.ExecContext(ctx, `SELECT id FROM midbatch_gate WHERE id = 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	s.worker.start(t)
-	var blocked struct {
-		N        int `db:"n"`
-		Modified int `db:"modified"`
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	var qerr error
-	for blocked.N == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		// A batch transaction at the gate (it has written its leads).
-		qerr = s.check.GetContext(ctx, &blocked.N, `SELECT IS_USED_LOCK('midbatch-arrived') IS NOT NULL`)
-	}
-	if blocked.N == 0 {
+	gate, arrived, qerr := s.holdGate("midbatch")
+	if !arrived {
 		var states []struct {
 			State string `db:"state"`
 			N     int    `db:"n"`
@@ -123,9 +69,8 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 		t.Fatalf("no batch transaction reached the gate within 60 s (last query error %v; deliveries by state %v)", qerr, states)
 	}
 	time.Sleep(time.Second) // the rest of the in-flight batches reach the gate or the locks behind it
-	_ = s.check.GetContext(ctx, &blocked, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
-		FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`)
-	t.Logf("%d batch transactions wait on locks with %d rows written; killing the worker", blocked.N, blocked.Modified)
+	blocked, modified := s.lockWaits()
+	t.Logf("%d batch transactions wait on locks with %d rows written; killing the worker", blocked, modified)
 	s.worker.signal(syscall.SIGKILL)
 	if err := gate.Rollback(); err != nil {
 		t.Fatal(err)
@@ -151,20 +96,117 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// startWithTenant starts a suite (settle time 3 minutes) on database
+// dbName, with one tenant.
+func startWithTenant(t *testing.T, dbName, slug string) (*suite, hooks) {
+	s := newSuite(t, scale{settle: 3 * time.Minute})
+	s.start(dbName)
+	return s, s.newTenant(slug)
+}
+
+// sender returns send, which delivers msg (of natural key ref) to h times
+// times, from any goroutine, and sent, msg → natural key of every message
+// send delivered.
+func (s *suite) sender(h hooks) (send func(msg, ref string, times int), sent map[string]string) {
+	sent = map[string]string{}
+	var mu sync.Mutex
+	send = func(msg, ref string, times int) {
+		for k := 0; k < times; k++ {
+			s.deliverTo(h, msg, ref)
+		}
+		mu.Lock()
+		sent[msg] = ref
+		mu.Unlock()
+	}
+	return send, sent
+}
+
+// fanOut calls f(0) … f(n-1) in order from 8 goroutines at once and waits
+// for them.
+func fanOut(n int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// gate creates the gate table name_gate (its one row) and a trigger
+// BEFORE event that, for the rows where cond holds, first takes the
+// user-level lock name-arrived (without waiting: one holder is signal
+// enough), then waits on the gate row.
+func (s *suite) gate(name, event, cond string) {
+	for _, q := range []string{`CREATE TABLE ` + name + `_gate (id INT PRIMARY KEY)`, `INSERT INTO ` + name + `_gate VALUES (1)`,
+		`CREATE TRIGGER ` + name + `_gate BEFORE ` + event + ` FOR EACH ROW BEGIN
+			DECLARE g INT;
+			IF ` + cond + ` THEN
+				SET g = GET_LOCK('` + name + `-arrived', 0);
+				SELECT id INTO g FROM ` + name + `_gate WHERE id = 1 FOR UPDATE;
+			END IF;
+		END`} {
+		if _, err := s.check.Exec(q); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+// holdGate closes the gate made by gate(name, …), starts the worker and
+// waits up to 60 s for a batch transaction at the gate. It returns the
+// transaction holding the gate row (rolled back at the end of the test at
+// the latest), whether a batch arrived, and the last probe's error.
+func (s *suite) holdGate(name string) (*sqlx.Tx, bool, error) {
+	t := s.t
+	t.Helper()
+	gate, err := s.check.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gate.Rollback() })
+	if _, err := gate.Exec(`SELECT id FROM ` + name + `_gate WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	s.worker.start(t)
+	arrived := 0
+	deadline := time.Now().Add(60 * time.Second)
+	var qerr error
+	for arrived == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		qerr = s.check.Get(&arrived, `SELECT IS_USED_LOCK(?) IS NOT NULL`, name+"-arrived")
+	}
+	return gate, arrived != 0, qerr
+}
+
+// lockWaits counts the transactions waiting on locks and the rows they
+// have written.
+func (s *suite) lockWaits() (n, modified int) {
+	var w struct {
+		N        int `db:"n"`
+		Modified int `db:"modified"`
+	}
+	_ = s.check.Get(&w, `SELECT COUNT(*) AS n, COALESCE(SUM(trx_rows_modified), 0) AS modified
+		FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`)
+	return w.N, w.Modified
+}
+
 // waitProcessed waits until none of the tenant's deliveries is left
 // received.
 func (s *suite) waitProcessed(tenantID string) {
 	t := s.t
 	t.Helper()
-	deadline := time.Now().Add(s.sc.settle)
-	var n int
-	for time.Now().Before(deadline) {
-		if err := s.check.Get(&n, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state <> 'processed'`, tenantID); err == nil && n == 0 {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+	if n, ok := s.untilNone(`SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state <> 'processed'`, tenantID); !ok {
+		t.Fatalf("%d deliveries of tenant %s not processed after %s", n, tenantID, s.sc.settle)
 	}
-	t.Fatalf("%d deliveries of tenant %s not processed after %s", n, tenantID, s.sc.settle)
 }
 
 // exactlyOnce checks that every delivery sent to the tenant was stored

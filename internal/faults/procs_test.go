@@ -67,15 +67,7 @@ func (p *proc) signal(sig syscall.Signal) {
 	if p.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+	redistest.Signal(p.cmd, sig, 30*time.Second)
 	p.cmd = nil
 }
 
@@ -152,6 +144,26 @@ type mariaDB struct {
 
 func startMariaDB(t *testing.T) *mariaDB {
 	t.Helper()
+	mariadbd, installDB := mariadbTools(t)
+	dir := mysqlDir(t, "lp-faults-mariadb-")
+	tmp, env := mysqlTmp(t, dir)
+	runAs := runAsMySQL()
+	if err := installDataDir(installDB, dir, env, runAs); err != nil {
+		t.Fatal(err)
+	}
+	chownToMySQL(dir)
+	m := &mariaDB{port: freePort(t), dir: dir}
+	m.name, m.bin, m.log = "mariadbd", mariadbd, filepath.Join(dir, "stdout.log")
+	m.args = append(mariadbdArgs(dir, tmp, m.port), append([]string{"--skip-log-bin"}, runAs...)...)
+	m.env = env
+	t.Cleanup(func() { m.signal(syscall.SIGKILL) })
+	m.startAndWait(t)
+	return m
+}
+
+// mariadbTools finds mariadbd and mariadb-install-db or skips the test.
+func mariadbTools(t *testing.T) (mariadbd, installDB string) {
+	t.Helper()
 	mariadbd, err := exec.LookPath("mariadbd")
 	if err != nil {
 		mariadbd = "/usr/sbin/mariadbd"
@@ -159,14 +171,19 @@ func startMariaDB(t *testing.T) *mariaDB {
 	if _, err := os.Stat(mariadbd); err != nil {
 		t.Skip("mariadbd not installed")
 	}
-	installDB, err := exec.LookPath("mariadb-install-db")
-	if err != nil {
+	if installDB, err = exec.LookPath("mariadb-install-db"); err != nil {
 		t.Skip("mariadb-install-db not installed")
 	}
-	// mariadbd drops to the mysql user when started as root: its datadir
-	// must be reachable by that user, so it lives in /tmp, not in the
-	// test's 0700 temp dir.
-	dir, err := os.MkdirTemp("/tmp", "lp-faults-mariadb-")
+	return mariadbd, installDB
+}
+
+// mysqlDir makes a directory for data directories, removed when the test
+// ends. mariadbd drops to the mysql user when started as root: its datadir
+// must be reachable by that user, so it lives in /tmp (mode 755), not in
+// the test's 0700 temp dir.
+func mysqlDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,41 +191,61 @@ func startMariaDB(t *testing.T) *mariaDB {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(dir, "tmp") // not $TMPDIR: the mysql user may not reach it
+	return dir
+}
+
+// mysqlTmp makes dir/tmp, a temporary directory the mysql user reaches
+// (not $TMPDIR), and the environment naming it.
+func mysqlTmp(t *testing.T, dir string) (tmp string, env []string) {
+	t.Helper()
+	tmp = filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(tmp, 0o1777); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "TMPDIR="+tmp)
-	runAs := []string{}
+	return tmp, append(os.Environ(), "TMPDIR="+tmp)
+}
+
+// runAsMySQL is mariadbd's --user when the tests run as root.
+func runAsMySQL() []string {
 	if os.Geteuid() == 0 {
-		runAs = []string{"--user=mysql"}
+		return []string{"--user=mysql"}
 	}
+	return []string{}
+}
+
+// installDataDir installs a data directory in dir/data.
+func installDataDir(installDB, dir string, env, runAs []string) error {
 	install := exec.Command(installDB, append([]string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"),
 		"--auth-root-authentication-method=normal", "--skip-test-db"}, runAs...)...)
 	install.Env = env
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+		return fmt.Errorf("mariadb-install-db %s: %v\n%s", dir, err, out)
 	}
-	if os.Geteuid() == 0 {
-		if u, err := user.Lookup("mysql"); err == nil {
-			uid, _ := strconv.Atoi(u.Uid)
-			gid, _ := strconv.Atoi(u.Gid)
-			_ = filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
-		}
+	return nil
+}
+
+// chownToMySQL gives everything under root to the mysql user when the
+// tests run as root.
+func chownToMySQL(root string) {
+	if os.Geteuid() != 0 {
+		return
 	}
-	m := &mariaDB{port: freePort(t), dir: dir}
-	m.name, m.bin, m.log = "mariadbd", mariadbd, filepath.Join(dir, "stdout.log")
-	m.args = append([]string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--socket=" + filepath.Join(dir, "mysqld.sock"),
-		"--port=" + strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(dir, "mysqld.pid"),
-		"--log-error=" + filepath.Join(dir, "error.log"), "--skip-log-bin", "--innodb-buffer-pool-size=128M",
-		"--max-connections=500", "--skip-name-resolve", "--tmpdir=" + tmp}, runAs...)
-	m.env = env
-	t.Cleanup(func() { m.signal(syscall.SIGKILL) })
-	m.startAndWait(t)
-	return m
+	if u, err := user.Lookup("mysql"); err == nil {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		_ = filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
+	}
+}
+
+// mariadbdArgs are the arguments of a private mariadbd in dir on port.
+func mariadbdArgs(dir, tmp string, port int) []string {
+	return []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--socket=" + filepath.Join(dir, "mysqld.sock"),
+		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(dir, "mysqld.pid"),
+		"--log-error=" + filepath.Join(dir, "error.log"), "--innodb-buffer-pool-size=128M",
+		"--max-connections=500", "--skip-name-resolve", "--tmpdir=" + tmp}
 }
 
 func (m *mariaDB) startAndWait(t *testing.T) {

@@ -23,19 +23,9 @@ import (
 // concurrent batches share the rule fairly (counts differ by at most 1);
 // the counter equals the positions handed out.
 func TestRoundRobinInConcurrentBatches(t *testing.T) {
-	d, dsn := dbtest.New(t, "leads_assign_batch")
-	one := oneTrip(t, dsn)
+	d, one, now, users := assignDB(t, "leads_assign_batch", 4)
 	ctx := context.Background()
-	const ten = "01HTENANT0000000000000000A"
-	const src = "01HSOURCE0000000000000000S"
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	users := []string{"01HUSER00000000000000000A1", "01HUSER00000000000000000B2", "01HUSER00000000000000000C3", "01HUSER00000000000000000D4"}
-	for i, u := range users {
-		if _, err := d.Exec(`INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, 'x', 'staff', ?)`,
-			ten, u, fmt.Sprintf("u%d@example.test", i), fmt.Sprintf("User %d", i), now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const ten, src = tenantA, sourceS
 	svc := &leads.Service{DB: d}
 	// Members in this order: A, D (disabled below), B, C.
 	if _, err := svc.PutAssignment(ctx, ten, leads.Assignment{Rules: []leads.AssignmentRule{
@@ -178,19 +168,9 @@ func TestRoundRobinInConcurrentBatches(t *testing.T) {
 // them out first, in order, then reserves only what it needs more: the
 // counter counts each position once.
 func TestLeftReservationsAreUsedFirst(t *testing.T) {
-	d, dsn := dbtest.New(t, "leads_assign_left")
-	one := oneTrip(t, dsn)
+	d, one, now, users := assignDB(t, "leads_assign_left", 3)
 	ctx := context.Background()
-	const ten = "01HTENANT0000000000000000A"
-	const src = "01HSOURCE0000000000000000S"
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	users := []string{"01HUSER00000000000000000A1", "01HUSER00000000000000000B2", "01HUSER00000000000000000C3"}
-	for i, u := range users {
-		if _, err := d.Exec(`INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, 'x', 'staff', ?)`,
-			ten, u, fmt.Sprintf("u%d@example.test", i), fmt.Sprintf("User %d", i), now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const ten, src = tenantA, sourceS
 	if _, err := (&leads.Service{DB: d}).PutAssignment(ctx, ten, leads.Assignment{Rules: []leads.AssignmentRule{
 		{Name: "Everyone", Strategy: leads.StrategyRoundRobin, Members: users}}}); err != nil {
 		t.Fatal(err)
@@ -305,17 +285,10 @@ func TestLeftReservationsAreUsedFirst(t *testing.T) {
 // fails with a retryable error (db.InTx re-runs it and reads the new
 // rules), and nothing is assigned by the old rule.
 func TestRulesReplacedMidBatch(t *testing.T) {
-	d, dsn := dbtest.New(t, "leads_assign_replaced")
-	one := oneTrip(t, dsn)
+	d, one, now, users := assignDB(t, "leads_assign_replaced", 1)
 	ctx := context.Background()
-	const ten = "01HTENANT0000000000000000A"
-	const src = "01HSOURCE0000000000000000S"
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	const u = "01HUSER00000000000000000A1"
-	if _, err := d.Exec(`INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at) VALUES (?, ?, 'a@x.test', 'A', 'x', 'staff', ?)`,
-		ten, u, now); err != nil {
-		t.Fatal(err)
-	}
+	const ten, src = tenantA, sourceS
+	u := users[0]
 	svc := &leads.Service{DB: d}
 	put := func(name string) {
 		if _, err := svc.PutAssignment(ctx, ten, leads.Assignment{Rules: []leads.AssignmentRule{
@@ -348,6 +321,23 @@ func TestRulesReplacedMidBatch(t *testing.T) {
 	if err := d.Get(&rule, `SELECT assigned_rule_name FROM leads WHERE tenant_id = ? AND assigned_rule_id IS NOT NULL`, ten); err != nil || rule != "New" {
 		t.Fatalf("assigned by %q (%v)", rule, err)
 	}
+}
+
+// assignDB opens a fresh database, the worker's one-trip pool on it and n
+// (at most 4) staff users of tenantA, created now.
+func assignDB(t *testing.T, name string, n int) (d, one *sqlx.DB, now time.Time, users []string) {
+	t.Helper()
+	d, dsn := dbtest.New(t, name)
+	one = oneTrip(t, dsn)
+	now = time.Now().UTC().Truncate(time.Microsecond)
+	users = []string{"01HUSER00000000000000000A1", "01HUSER00000000000000000B2", "01HUSER00000000000000000C3", "01HUSER00000000000000000D4"}[:n]
+	for i, u := range users {
+		if _, err := d.Exec(`INSERT INTO users (tenant_id, id, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, 'x', 'staff', ?)`,
+			tenantA, u, fmt.Sprintf("u%d@example.test", i), fmt.Sprintf("User %d", i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d, one, now, users
 }
 
 // oneTrip opens the worker's pool for one-round-trip reservations on the

@@ -20,20 +20,11 @@ import (
 func TestRecordTouches(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_touches")
 	ctx := context.Background()
-	const a, b = "01HTENANT0000000000000000A", "01HTENANT0000000000000000B"
-	const src = "01HSOURCE0000000000000000S"
+	const a, b = tenantA, tenantB
 	newLead := func(tenant string) string {
 		t.Helper()
-		var out []leads.UpsertOutcome
-		if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-			var err error
-			out, err = leads.UpsertFromSenderBatch(ctx, tx, tenant, []leads.BatchRecord{{SourceID: src, SenderRecord: leads.SenderRecord{
-				SourceRef: "ada@example.com", Email: "ada@example.com", Payload: json.RawMessage(`{}`), Sightings: 1}}}, time.Now().UTC())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out[0].LeadID
+		return upsertBatch(ctx, t, d, tenant, leads.BatchRecord{SourceID: sourceS, SenderRecord: leads.SenderRecord{
+			SourceRef: "ada@example.com", Email: "ada@example.com", Payload: json.RawMessage(`{}`), Sightings: 1}})[0].LeadID
 	}
 	la, lb := newLead(a), newLead(b)
 	apply := func(tenant string, recs ...leads.TouchRecord) {

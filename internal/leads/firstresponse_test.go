@@ -17,14 +17,9 @@ import (
 // data in a zone whose 40 days include a daylight-saving change (New York,
 // 2026-11-01), with a second tenant's leads that must not count.
 func TestResponseStatsAgreeWithBruteForce(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_frstats")
+	d := seeded(t, "leads_frstats", 2500, 2500, 10)
 	ctx := context.Background()
-	const tenant, other = "01HTENANT00000000000000000", "01HTENANT00000000000000001"
-	for i, tn := range []string{tenant, other} {
-		if _, err := leads.Seed(ctx, d, tn, leads.SeedOptions{N: 2500, RandSeed: uint64(10 + i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const tenant, other = seedTenant, seedOther
 	loc, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no tzdata:", err)
@@ -193,7 +188,7 @@ func TestResponseStatsAgreeWithBruteForce(t *testing.T) {
 func BenchmarkResponseStats(b *testing.B) {
 	d, _ := dbtest.New(b, "leads_frbench")
 	ctx := context.Background()
-	const tenant, other = "01HTENANT00000000000000000", "01HTENANT00000000000000001"
+	const tenant, other = seedTenant, seedOther
 	now := time.Now().UTC().Truncate(time.Second)
 	for i, tn := range []string{tenant, other} {
 		if _, err := leads.Seed(ctx, d, tn, leads.SeedOptions{N: 100_000, RandSeed: uint64(20 + i)}); err != nil {

@@ -28,8 +28,7 @@ func TestMergeResolvesPointersAndUnmerges(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_merge")
 	ctx := context.Background()
 	s := leads.NewService(d, webhooks.NewReads(d), nil)
-	const ta, tb = "01HTENANT0000000000000000A", "01HTENANT0000000000000000B"
-	const src = "01HSOURCE0000000000000000S"
+	const ta, tb, src = tenantA, tenantB, sourceS
 	actor := tenants.Principal{TenantID: ta, Name: "API token test"}
 	at := time.Now().UTC()
 	key := func(dt time.Duration, tie string) string { return leads.OrderKey(at.Add(dt), tie) }
@@ -176,19 +175,11 @@ func TestMergedLeadEditsAndErasure(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_merge_erase")
 	ctx := context.Background()
 	s := leads.NewService(d, webhooks.NewReads(d), nil)
-	const ta = "01HTENANT0000000000000000A"
+	const ta = tenantA
 	actor := tenants.Principal{TenantID: ta, Name: "API token test"}
-	var out []leads.UpsertOutcome
-	if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		var err error
-		out, err = leads.UpsertFromSenderBatch(ctx, tx, ta, []leads.BatchRecord{
-			{SourceID: "01HSOURCE0000000000000000S", SenderRecord: leads.SenderRecord{SourceRef: "a", Email: "x@example.com", Sightings: 1}},
-			{SourceID: "01HSOURCE0000000000000000S", SenderRecord: leads.SenderRecord{SourceRef: "b", Email: "x@example.com", Sightings: 1}},
-		}, time.Now().UTC())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	out := upsertBatch(ctx, t, d, ta,
+		leads.BatchRecord{SourceID: sourceS, SenderRecord: leads.SenderRecord{SourceRef: "a", Email: "x@example.com", Sightings: 1}},
+		leads.BatchRecord{SourceID: sourceS, SenderRecord: leads.SenderRecord{SourceRef: "b", Email: "x@example.com", Sightings: 1}})
 	a, b := out[0].LeadID, out[1].LeadID
 	st := "won"
 	if _, err := s.Patch(ctx, ta, b, actor, leads.AnyVersion, leads.PatchInput{Status: &st}); err != nil {

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
-	"leadpipe/internal/db"
 	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
 )
@@ -22,7 +19,7 @@ import (
 func TestNameParts(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_name_parts")
 	ctx := context.Background()
-	const ten, src = "01HTENANT0000000000000000A", "01HSOURCE0000000000000000S"
+	const ten, src = tenantA, sourceS
 	seq := 0
 	write := func(recs ...leads.SenderRecord) {
 		t.Helper()
@@ -35,12 +32,7 @@ func TestNameParts(t *testing.T) {
 			r.Payload, r.Sightings = json.RawMessage(`{}`), 1
 			batch = append(batch, leads.BatchRecord{SourceID: src, SenderRecord: r})
 		}
-		if err := db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-			_, err := leads.UpsertFromSenderBatch(ctx, tx, ten, batch, time.Now().UTC())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		upsertBatch(ctx, t, d, ten, batch...)
 	}
 	nameOf := func(ref string) string {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/webhooks"
 )
@@ -15,15 +14,9 @@ import (
 // return exactly what a brute-force LIKE over the five columns returns, in
 // the same order, page after page.
 func TestSearchPathsAgreeWithBruteForce(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_search")
+	d := seeded(t, "leads_search", 6000, 1000, 3)
 	ctx := context.Background()
-	const tenant, other = "01HTENANT00000000000000000", "01HTENANT00000000000000001"
-	if _, err := leads.Seed(ctx, d, tenant, leads.SeedOptions{N: 6000, RandSeed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leads.Seed(ctx, d, other, leads.SeedOptions{N: 1000, RandSeed: 4}); err != nil {
-		t.Fatal(err)
-	}
+	const tenant = seedTenant
 	// A few leads with LIKE wildcards in them.
 	if _, err := d.Exec(`UPDATE leads SET company = '100% Real_Co' WHERE tenant_id = ? ORDER BY id LIMIT 3`, tenant); err != nil {
 		t.Fatal(err)

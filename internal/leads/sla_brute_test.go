@@ -22,7 +22,7 @@ func TestSLAFilterBruteForceWithStatusesAndOwners(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_sla_brute")
 	ctx := context.Background()
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	tenants := []string{"01HTENANT0000000000000000A", "01HTENANT0000000000000000B"}
+	tenants := []string{tenantA, tenantB}
 	owners := []string{"01HUSER00000000000000000A1", "01HUSER00000000000000000B2", "01HUSER00000000000000000C3"}
 	rng := rand.New(rand.NewPCG(27, uint64(time.Now().UnixNano())))
 	type row struct {

@@ -21,8 +21,7 @@ import (
 func TestUpsertDropsRecordsOfErasedLeads(t *testing.T) {
 	d, _ := dbtest.New(t, "leads_tombstone")
 	ctx := context.Background()
-	const a, b = "01HTENANT0000000000000000A", "01HTENANT0000000000000000B"
-	const src = "01HSOURCE0000000000000000S"
+	const a, b, src = tenantA, tenantB, sourceS
 	rec := func(ref, name string) leads.BatchRecord {
 		return leads.BatchRecord{SourceID: src, SenderRecord: leads.SenderRecord{SourceRef: ref, Name: name, Email: ref + "@example.org",
 			Payload: json.RawMessage(`{"n":"` + name + `"}`), Sightings: 1}}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"leadpipe/internal/apperr"
-	"leadpipe/internal/dbtest"
 	"leadpipe/internal/leads"
 	"leadpipe/internal/webhooks"
 )
@@ -19,15 +18,9 @@ import (
 // must return exactly what one plain query returns, in the same order, and
 // the capped counts must match exact counts.
 func TestViewListsAgreeWithBruteForce(t *testing.T) {
-	d, _ := dbtest.New(t, "leads_views")
+	d := seeded(t, "leads_views", 3000, 500, 5)
 	ctx := context.Background()
-	const tenant, other = "01HTENANT00000000000000000", "01HTENANT00000000000000001"
-	if _, err := leads.Seed(ctx, d, tenant, leads.SeedOptions{N: 3000, RandSeed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leads.Seed(ctx, d, other, leads.SeedOptions{N: 500, RandSeed: 6}); err != nil {
-		t.Fatal(err)
-	}
+	const tenant, other = seedTenant, seedOther
 	const me = "01HUSER0000000000000000000"
 	now := time.Now().UTC().Truncate(time.Second)
 	// A quarter of the leads are mine; of those, most have a due date

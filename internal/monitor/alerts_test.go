@@ -3,6 +3,7 @@ package monitor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +17,35 @@ import (
 	"leadpipe/internal/monitor/monitortest"
 	"leadpipe/internal/sources"
 )
+
+// monitorEnv is the app of one test of this package, on its Redis
+// database.
+func monitorEnv(t *testing.T, prefix string) *apptest.Env {
+	t.Helper()
+	return apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisMonitor})
+}
+
+// alertHook subscribes the tenant to alert.fired at a port nobody
+// listens on.
+func alertHook(t *testing.T, e *apptest.Env, ten apptest.Tenant) {
+	t.Helper()
+	if r := e.Do("POST", "/api/v1/endpoints", ten.Token, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"alert.fired"}}); r.Status != 201 {
+		t.Fatalf("endpoint: %d %s", r.Status, r.Body)
+	}
+}
+
+// racing runs f(0) … f(n-1) at once (evaluators or senders racing) and
+// returns their errors joined.
+func racing(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = f(i) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
 func newSource(t testing.TB, e *apptest.Env, tenantID, slug string) sources.Source {
 	t.Helper()
@@ -96,17 +126,9 @@ func TestRetryStormRaisesOneAlertThatResolves(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0.Add(time.Duration(m+1)*time.Minute + monitor.EvaluateLag) // just after minute m ended
-		var wg sync.WaitGroup
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := svc.Evaluate(ctx, now); err != nil {
-					t.Errorf("evaluate: %v", err)
-				}
-			}()
+		if err := racing(racers, func(int) error { return svc.Evaluate(ctx, now) }); err != nil {
+			t.Errorf("evaluate: %v", err)
 		}
-		wg.Wait()
 	}
 
 	// Day 1: steady.
@@ -273,7 +295,7 @@ func testOverview(t *testing.T, svc *monitor.Service, tenantID, stormy, quiet st
 
 // Per-minute rows past retention are purged; hourly and daily ones stay.
 func TestPurgeKeepsRollups(t *testing.T) {
-	e := apptest.New(t, "monitor_purge", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_purge")
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	acme := e.Tenant("acme")

@@ -8,12 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -35,7 +33,7 @@ func metricValue(t *testing.T, body, series string) float64 {
 // retries: the per-minute counters (and so the charts) and /metrics equal
 // what the senders were told, duplicates included.
 func TestWebhookCountsUnderConcurrentSenders(t *testing.T) {
-	e := apptest.New(t, "monitor_e2e", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_e2e")
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	acme := e.Tenant("acme")
@@ -48,36 +46,32 @@ func TestWebhookCountsUnderConcurrentSenders(t *testing.T) {
 
 	const senders, perSender = 16, 40
 	var accepted, duplicate, other atomic.Int64
-	var wg sync.WaitGroup
-	for s := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perSender {
-				id := "msg_" + strconv.Itoa(s) + "_" + strconv.Itoa(i)
-				if i%5 == 4 { // a retry of an earlier delivery
-					id = "msg_" + strconv.Itoa(s) + "_" + strconv.Itoa(i-1)
-				}
-				now := time.Now()
-				body := kinds.SampleBody(src.Kind, id, "ref-"+id, kinds.Lead{Email: "x@example.com"}, now)
-				status, out, err := hook.Try(id, body, now)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				switch {
-				case status == 200 && bytes.Contains(out, []byte(`"accepted"`)):
-					accepted.Add(1)
-				case status == 200 && bytes.Contains(out, []byte(`"duplicate"`)):
-					duplicate.Add(1)
-				default:
-					other.Add(1)
-					t.Errorf("status %d: %s", status, out)
-				}
+	if err := racing(senders, func(s int) error {
+		for i := range perSender {
+			id := "msg_" + strconv.Itoa(s) + "_" + strconv.Itoa(i)
+			if i%5 == 4 { // a retry of an earlier delivery
+				id = "msg_" + strconv.Itoa(s) + "_" + strconv.Itoa(i-1)
 			}
-		}()
+			now := time.Now()
+			body := kinds.SampleBody(src.Kind, id, "ref-"+id, kinds.Lead{Email: "x@example.com"}, now)
+			status, out, err := hook.Try(id, body, now)
+			if err != nil {
+				return err
+			}
+			switch {
+			case status == 200 && bytes.Contains(out, []byte(`"accepted"`)):
+				accepted.Add(1)
+			case status == 200 && bytes.Contains(out, []byte(`"duplicate"`)):
+				duplicate.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("status %d: %s", status, out)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
-	wg.Wait()
 	// A bad signature counts as rejected.
 	r := e.Do("POST", "/hooks/acme/leads", "", `{"x":1}`, "webhook-id", "msg_x", "webhook-timestamp",
 		strconv.FormatInt(time.Now().Unix(), 10), "webhook-signature", "v1,AAAA")
@@ -137,7 +131,7 @@ func TestWebhookCountsUnderConcurrentSenders(t *testing.T) {
 
 // The Asynq dashboard answers the operator only.
 func TestQueueDashboardNeedsAdminToken(t *testing.T) {
-	e := apptest.New(t, "monitor_qmon", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_qmon")
 	if r := e.Do("GET", "/admin/queues", "", nil); r.Status != 401 || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Basic") {
 		t.Fatalf("no credentials: %d %v", r.Status, r.Header)
 	}

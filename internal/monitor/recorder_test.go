@@ -55,28 +55,23 @@ func TestRecorderConcurrentAddsAreExact(t *testing.T) {
 		}()
 	}
 	var wantDel, wantDup, wantRej atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := recs[w%2]
-			for i := range perWorker {
-				at := t0.Add(time.Duration((w*perWorker+i)%180) * time.Minute) // 3 hours of minutes
-				r.Add(tenant, src, monitor.Deliveries, 1, at)
-				wantDel.Add(1)
-				if i%7 == 0 {
-					r.Add(tenant, src, monitor.Duplicates, 1, at)
-					wantDup.Add(1)
-				}
-				if i%50 == 0 {
-					r.Add(tenant, src, monitor.Rejected, 1, at)
-					wantRej.Add(1)
-				}
+	_ = racing(workers, func(w int) error {
+		r := recs[w%2]
+		for i := range perWorker {
+			at := t0.Add(time.Duration((w*perWorker+i)%180) * time.Minute) // 3 hours of minutes
+			r.Add(tenant, src, monitor.Deliveries, 1, at)
+			wantDel.Add(1)
+			if i%7 == 0 {
+				r.Add(tenant, src, monitor.Duplicates, 1, at)
+				wantDup.Add(1)
 			}
-		}()
-	}
-	wg.Wait()
+			if i%50 == 0 {
+				r.Add(tenant, src, monitor.Rejected, 1, at)
+				wantRej.Add(1)
+			}
+		}
+		return nil
+	})
 	close(stop)
 	flushes.Wait()
 	for _, r := range recs {

@@ -3,11 +3,9 @@ package monitor_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/monitor/monitortest"
 )
@@ -19,15 +17,13 @@ import (
 // return. A source with no history and another tenant's source that keeps
 // sending never fire.
 func TestSilenceFiresOnceAndResolves(t *testing.T) {
-	e := apptest.New(t, "monitor_silence", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_silence")
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	acme, other := e.Tenant("acme"), e.Tenant("other")
 	regular, newbie := newSource(t, e, acme.ID, "regular"), newSource(t, e, acme.ID, "newbie")
 	steady := newSource(t, e, other.ID, "steady")
-	if r := e.Do("POST", "/api/v1/endpoints", acme.Token, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"alert.fired"}}); r.Status != 201 {
-		t.Fatalf("endpoint: %d %s", r.Status, r.Body)
-	}
+	alertHook(t, e, acme)
 
 	quietFrom := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC) // a Monday afternoon
 	back := quietFrom.Add(70 * time.Minute)
@@ -71,17 +67,8 @@ func TestSilenceFiresOnceAndResolves(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i := range errs { // two evaluators race
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = svc.Evaluate(ctx, now) }()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatalf("minute %d: %v", m, err)
-			}
+		if err := racing(2, func(int) error { return svc.Evaluate(ctx, now) }); err != nil { // two evaluators race
+			t.Fatalf("minute %d: %v", m, err)
 		}
 		all := silences(acme.ID, monitor.StateAll)
 		if len(all) > 1 {

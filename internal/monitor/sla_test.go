@@ -3,7 +3,6 @@ package monitor_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 // are per tenant through the API, validated and audited, and a higher
 // threshold or turning it off keeps it quiet.
 func TestSLABreachFiresAndResolves(t *testing.T) {
-	e := apptest.New(t, "monitor_sla", apptest.Options{RedisDB: apptest.RedisMonitor})
+	e := monitorEnv(t, "monitor_sla")
 	ctx := context.Background()
 	svc := e.App.Web.Monitor
 	a, b := e.Tenant("sla-a"), e.Tenant("sla-b")
@@ -35,9 +34,7 @@ func TestSLABreachFiresAndResolves(t *testing.T) {
 			t.Fatalf("assignment: %d %s", r.Status, r.Body)
 		}
 	}
-	if r := e.Do("POST", "/api/v1/endpoints", a.Token, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"alert.fired"}}); r.Status != 201 {
-		t.Fatalf("endpoint: %d %s", r.Status, r.Body)
-	}
+	alertHook(t, e, a)
 	newLead := func(ten apptest.Tenant, key string) leads.Lead {
 		var l leads.Lead
 		r := e.Do("POST", "/api/v1/leads", ten.Token, map[string]any{"name": "Waiting " + key, "email": key + "@example.com"}, "Idempotency-Key", key)
@@ -82,21 +79,8 @@ func TestSLABreachFiresAndResolves(t *testing.T) {
 		t.Fatalf("fired 10 minutes past due: %d", n)
 	}
 	// 31 minutes past due: eight evaluators at once, one alert.
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- svc.EvaluateTenant(ctx, a.ID, due.Add(31*time.Minute))
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := racing(8, func(int) error { return svc.EvaluateTenant(ctx, a.ID, due.Add(31*time.Minute)) }); err != nil {
+		t.Fatal(err)
 	}
 	evaluate(due.Add(32 * time.Minute))
 	open := slaAlerts(a, "open")

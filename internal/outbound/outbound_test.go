@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,21 +95,9 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	}
 	// Retry-After honoured, then full jitter with Rand=0.5: 0.5·1s, 0.5·2s.
 	want := []time.Duration{2 * time.Second, 500 * time.Millisecond, time.Second}
-	if got := s.all(); !equalDurations(got, want) {
+	if got := s.all(); !slices.Equal(got, want) {
 		t.Errorf("sleeps %v, want %v", got, want)
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRealRetryAfterSleep(t *testing.T) {
@@ -158,17 +147,25 @@ func TestRetryAfterForms(t *testing.T) {
 	}
 }
 
+// getAfterStatus gets from a server that answers code first (200 after
+// that) and returns the response, the server's hits and the waits.
+func getAfterStatus(t *testing.T, code int) (*Response, int32, []time.Duration) {
+	t.Helper()
+	srv, hits := scripted(t, status(code))
+	var s sleeps
+	resp, err := get(t, testClient(&s, nil), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, hits.Load(), s.all()
+}
+
 func TestStatusesNotRetried(t *testing.T) {
 	for _, code := range []int{400, 401, 403, 404, 409, 410, 422, 500, 501} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
-			srv, hits := scripted(t, status(code))
-			var s sleeps
-			resp, err := get(t, testClient(&s, nil), srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Status != code || resp.Attempts != 1 || hits.Load() != 1 || len(s.all()) != 0 {
-				t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits.Load(), s.all())
+			resp, hits, slept := getAfterStatus(t, code)
+			if resp.Status != code || resp.Attempts != 1 || hits != 1 || len(slept) != 0 {
+				t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits, slept)
 			}
 		})
 	}
@@ -177,14 +174,9 @@ func TestStatusesNotRetried(t *testing.T) {
 func TestRetriedStatuses(t *testing.T) {
 	for _, code := range []int{408, 429, 502, 503, 504} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
-			srv, hits := scripted(t, status(code))
-			var s sleeps
-			resp, err := get(t, testClient(&s, nil), srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Status != 200 || resp.Attempts != 2 || hits.Load() != 2 {
-				t.Errorf("status %d attempts %d hits %d", resp.Status, resp.Attempts, hits.Load())
+			resp, hits, _ := getAfterStatus(t, code)
+			if resp.Status != 200 || resp.Attempts != 2 || hits != 2 {
+				t.Errorf("status %d attempts %d hits %d", resp.Status, resp.Attempts, hits)
 			}
 		})
 	}

@@ -135,16 +135,22 @@ func (s *Server) signal(sig syscall.Signal) {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(sig)
+	Signal(s.cmd, sig, 10*time.Second)
+	s.cmd = nil
+}
+
+// Signal sends sig to a started process and waits for it to exit, killing
+// it (SIGKILL) if it has not exited after grace.
+func Signal(cmd *exec.Cmd, sig syscall.Signal, grace time.Duration) {
+	_ = cmd.Process.Signal(sig)
 	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
 		<-done
 	}
-	s.cmd = nil
 }
 
 // Client is a plain client to this one process.

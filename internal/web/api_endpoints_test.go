@@ -46,7 +46,7 @@ func emitEvent(t *testing.T, e *apptest.Env, tenantID, typ string) string {
 }
 
 func TestEndpointsAPICrossTenantAndBadInput(t *testing.T) {
-	e := apptest.New(t, "web_endpoints", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_endpoints")
 	a, b := e.Tenant("acme"), e.Tenant("bolt")
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	defer recv.Close()

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
 )
 
 func TestMonitorStatsAPI(t *testing.T) {
-	e := apptest.New(t, "web_monitor", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_monitor")
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
 	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})
@@ -123,7 +122,7 @@ func TestMonitorStatsAPI(t *testing.T) {
 }
 
 func TestMonitorRulesAndAlertsAPI(t *testing.T) {
-	e := apptest.New(t, "web_rules", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_rules")
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
 	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "fb", Name: "FB", Kind: "standard"})

@@ -403,7 +403,7 @@ func TestLeadExportAndErase(t *testing.T) {
 // no lead (404). The stored response of the request that created the lead
 // held its fields: a replay of it answers 410 and creates nothing.
 func TestLeadEraseConcurrentDistinctKeys(t *testing.T) {
-	e := apptest.New(t, "web_privacy_conc", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_privacy_conc")
 	a := e.Tenant("acme")
 	create := map[string]any{"name": "Connie Current", "email": "connie.current@example.org"}
 	res := e.Do("POST", "/api/v1/leads", a.Token, create, "Idempotency-Key", "create-connie")

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/reconcile/fakeapi"
 	"leadpipe/internal/webhooks/kinds"
 )
@@ -18,7 +17,7 @@ import (
 // /api/v1/sources/{id}/reconcile-runs: the same run id while one runs,
 // 404 across tenants, 422 without settings, the exact item shape, paging.
 func TestReconcileAPI(t *testing.T) {
-	e := apptest.New(t, "web_reconcile", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_reconcile")
 	ten := e.Tenant("acme")
 	other := e.Tenant("other")
 	ctx := context.Background()

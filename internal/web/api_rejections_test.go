@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
@@ -21,7 +20,7 @@ import (
 // secret and no full signature reaches the API; the cap of 100 per source
 // holds under a burst; bad limits are 422 and another tenant's source 404.
 func TestRejectionsInspector(t *testing.T) {
-	e := apptest.New(t, "web_reject", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_reject")
 	ctx := context.Background()
 	acme, other := e.Tenant("acme"), e.Tenant("other")
 	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})

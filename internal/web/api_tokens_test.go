@@ -46,7 +46,7 @@ func walkAPIScopes(t *testing.T, e *apptest.Env) []apiRouteScope {
 
 // A route added to /api/v1 without scope(…) in routes.go fails here.
 func TestEveryAPIRouteDeclaresAScope(t *testing.T) {
-	e := apptest.New(t, "web_scopes", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_scopes")
 	for _, r := range walkAPIScopes(t, e) {
 		if r.scope == "" {
 			t.Errorf("%s %s declares no scope: add it to routes.go with r.With(scope(…))", r.method, r.pattern)
@@ -72,7 +72,7 @@ func createToken(t *testing.T, e *apptest.Env, admin string, body map[string]any
 // grant the route's declared one; admin passes everywhere. Routes are
 // walked from the router, so a new route is covered without editing this.
 func TestScopeMatrix(t *testing.T) {
-	e := apptest.New(t, "web_scope_matrix", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_scope_matrix")
 	ten := e.Tenant("acme")
 	tokens := map[string]string{}
 	for _, sc := range tenants.Scopes {
@@ -110,7 +110,7 @@ func TestScopeMatrix(t *testing.T) {
 // The tokens API: shown once, listed without the secret, scoped, expired
 // → 401, revoked → 401, another tenant's token → 404, bad input → 422.
 func TestTokensAPI(t *testing.T) {
-	e := apptest.New(t, "web_tokens_api", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_tokens_api")
 	acme, other := e.Tenant("acme"), e.Tenant("other")
 
 	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Second)

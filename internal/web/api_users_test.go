@@ -18,7 +18,7 @@ import (
 // role and active, remove; a taken email 409; another tenant's user 404;
 // the last active admin cannot be demoted, disabled or removed.
 func TestUsersAPI(t *testing.T) {
-	e := apptest.New(t, "apiUserBodys_api", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "apiUserBodys_api")
 	acme, beta := e.Tenant("acme"), e.Tenant("beta")
 
 	res := e.Do("POST", "/api/v1/users", acme.Token, map[string]any{"email": "Sam@Acme.test", "name": "Sam", "role": "staff", "password": "sam-password-1"})
@@ -168,7 +168,7 @@ func TestLoginChoosesTenant(t *testing.T) {
 // Twenty identical creates at once make one membership: one 201, the rest
 // 409, one login row.
 func TestUsersAPICreateConcurrent(t *testing.T) {
-	e := apptest.New(t, "web_users_race", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_users_race")
 	acme := e.Tenant("acme")
 	const n = 20
 	statuses := make(chan int, n)

@@ -9,7 +9,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/events"
 	"leadpipe/internal/web"
 )
@@ -106,7 +105,7 @@ func TestAsyncAPIDocumentsEveryEvent(t *testing.T) {
 	}
 
 	// A real envelope from the outbox, for a real lead from the API.
-	e := apptest.New(t, "web_asyncapi", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_asyncapi")
 	a := e.Tenant("acme")
 	res := e.Do("POST", "/api/v1/leads", a.Token, map[string]any{"name": "Ada Lovelace", "email": "ada@example.com"}, "Idempotency-Key", "k1")
 	if res.Status != 201 {

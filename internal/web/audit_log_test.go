@@ -94,7 +94,7 @@ func tokenID(t *testing.T, e *apptest.Env, tenantID string) string {
 // repeat nor skip, filters by action and by actor, answers 422 to a bad
 // limit or cursor, needs admin, and never shows another tenant's rows.
 func TestAuditLogAPI(t *testing.T) {
-	e := apptest.New(t, "web_audit_log", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_audit_log")
 	acme, beta := e.Tenant("acme"), e.Tenant("beta")
 	acmeTok := tokenID(t, e, acme.ID)
 
@@ -295,7 +295,7 @@ func countAudit(t *testing.T, e *apptest.Env, tenantID, action string) int {
 // row is in the action's own transaction. Each case first succeeds once
 // (so the write does insert a row), then fails after the insert.
 func TestAuditRowRollsBackWithItsAction(t *testing.T) {
-	e := apptest.New(t, "web_audit_rollback", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_audit_rollback")
 	acme := e.Tenant("acme")
 	ctx := audit.With(context.Background(), audit.Context{Actor: audit.Actor{Kind: audit.ActorToken, ID: "tok", Name: "test"}, IP: "192.0.2.1"})
 
@@ -377,7 +377,7 @@ func TestAuditRowRollsBackWithItsAction(t *testing.T) {
 // reconcile access tokens, endpoint secrets, API tokens, passwords right
 // and wrong) and scans every column of every audit row for each of them.
 func TestAuditNeverHoldsASecret(t *testing.T) {
-	e := apptest.New(t, "web_audit_secrets", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_audit_secrets")
 	acme, beta := e.Tenant("acme"), e.Tenant("beta")
 	secrets := []string{acme.Token, beta.Token, acme.AdminPassword, beta.AdminPassword}
 	keep := func(s string) {
@@ -523,7 +523,7 @@ func TestAuditNeverHoldsASecret(t *testing.T) {
 // The pages act through the same services: an admin's endpoint and source
 // changes from the UI are audited as that person, from their address.
 func TestAuditRowsFromThePages(t *testing.T) {
-	e := apptest.New(t, "web_audit_pages", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_audit_pages")
 	acme := e.Tenant("acme")
 	src, _ := e.Source(acme.ID, sources.CreateInput{Slug: "web", Name: "Web", Kind: "standard"})
 	b := newBrowser(t, e)

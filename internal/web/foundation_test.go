@@ -14,7 +14,7 @@ import (
 const adminToken = "test-admin-token-0123456789"
 
 func TestProvisioning(t *testing.T) {
-	e := apptest.New(t, "web_prov", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_prov")
 	body := map[string]string{"slug": "acme", "name": "Acme", "admin_email": "a@acme.test", "admin_password": "correct-horse-1"}
 
 	res := e.Do("POST", "/api/admin/v1/tenants", adminToken, body)
@@ -68,7 +68,7 @@ func TestProvisioning(t *testing.T) {
 }
 
 func TestTenantIsolationSources(t *testing.T) {
-	e := apptest.New(t, "web_iso", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_iso")
 	a, b := e.Tenant("tenant-a"), e.Tenant("tenant-b")
 	var aIDs []string
 	for _, kind := range []string{"standard", "typeform", "meta"} {
@@ -180,7 +180,7 @@ func TestSecretRotationGrace(t *testing.T) {
 }
 
 func TestHealthAndReady(t *testing.T) {
-	e := apptest.New(t, "web_health", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_health")
 	if r := e.Do("GET", "/healthz", "", nil); r.Status != 200 {
 		t.Fatalf("healthz %d", r.Status)
 	}

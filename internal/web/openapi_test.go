@@ -14,7 +14,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.yaml.in/yaml/v3"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/audit"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/reconcile"
@@ -72,7 +71,7 @@ func documented(t *testing.T, spec []byte) map[string]string {
 // TestOpenAPIMatchesRouter: every /api/ route of the router is in
 // openapi.yaml and every documented /api/ operation is routed.
 func TestOpenAPIMatchesRouter(t *testing.T) {
-	e := apptest.New(t, "web_openapi", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_openapi")
 	routes, ok := e.App.Web.Routes().(chi.Routes)
 	if !ok {
 		t.Fatal("Routes() is not a chi router")

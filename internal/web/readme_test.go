@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,7 +98,7 @@ func TestReadmeCurlsSendJSONAsJSON(t *testing.T) {
 		t.Fatal("no endpoints example in the docs")
 	}
 	// Run it: the body and headers as written, against a test server.
-	e := apptest.New(t, "web_readme", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_readme")
 	acme := e.Tenant("acme")
 	body := regexp.MustCompile(`-d '([^']*)'`).FindStringSubmatch(endpoint)
 	if body == nil {
@@ -111,17 +110,8 @@ func TestReadmeCurlsSendJSONAsJSON(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", e.URL+"/api/v1/endpoints", strings.NewReader(body[1]))
 	req.Header.Set("Authorization", "Bearer "+acme.Token)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 201 {
-		t.Fatalf("the README's endpoints example answers %d %s", res.StatusCode, b)
+	if res := apptest.Send(t, http.DefaultClient, req, headers...); res.Status != 201 {
+		t.Fatalf("the README's endpoints example answers %d %s", res.Status, res.Body)
 	}
 }
 
@@ -144,7 +134,7 @@ func TestReadmeCurlsWork(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl binary (apt-get install curl): the README's examples cannot be run as pasted")
 	}
-	e := apptest.New(t, "web_readme_run", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_readme_run")
 	demo := e.Tenant("demo")
 	cfg := kinds.SampleConfig(kinds.Generic)
 	src, secret := e.Source(demo.ID, sources.CreateInput{Slug: "generic", Name: "Partner CRM (generic HMAC)", Kind: kinds.Generic, Config: cfg})

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
 	"leadpipe/internal/webhooks/kinds"
@@ -41,7 +40,7 @@ func TestRejectionFloodCost(t *testing.T) {
 		t.Skip("set LEADPIPE_FLOOD_BENCH=1 to run the rejected-request flood benchmark")
 	}
 	rounds, rate := envInt("LEADPIPE_FLOOD_ROUNDS", 3), envInt("LEADPIPE_FLOOD_RATE", 10000)
-	e := apptest.New(t, "web_flood", apptest.Options{RedisDB: apptest.RedisWeb})
+	e := uiEnv(t, "web_flood")
 	acme := e.Tenant("acme")
 	_, secret := e.Source(acme.ID, sources.CreateInput{Slug: "site", Name: "Site", Kind: "standard"})
 	sink := &switchSink{rec: e.App.Ingest.Rejections.(*rejections.Recorder)}

@@ -92,16 +92,8 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 		leads, qualified, won int64
 		responses             []float64
 	}
-	brute := map[string]*want{}
-	for _, l := range all {
-		if l.tenant != a.ID || l.created.Before(from) || !l.created.Before(to) {
-			continue
-		}
-		w := brute[l.source]
-		if w == nil {
-			w = &want{}
-			brute[l.source] = w
-		}
+	// count adds the lead to its group's expected figures.
+	count := func(w *want, l lead) {
 		w.leads++
 		if l.status == "qualified" || l.status == "won" {
 			w.qualified++
@@ -112,6 +104,18 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 		if l.response != nil {
 			w.responses = append(w.responses, l.response.Seconds())
 		}
+	}
+	brute := map[string]*want{}
+	for _, l := range all {
+		if l.tenant != a.ID || l.created.Before(from) || !l.created.Before(to) {
+			continue
+		}
+		w := brute[l.source]
+		if w == nil {
+			w = &want{}
+			brute[l.source] = w
+		}
+		count(w, l)
 	}
 
 	br := newBrowser(t, e)
@@ -191,16 +195,7 @@ func TestUIReportSourcesEqualsBruteForce(t *testing.T) {
 				bruteC[k] = w
 				wantDailyC[k] = make([]int64, 14)
 			}
-			w.leads++
-			if l.status == "qualified" || l.status == "won" {
-				w.qualified++
-			}
-			if l.status == "won" {
-				w.won++
-			}
-			if l.response != nil {
-				w.responses = append(w.responses, l.response.Seconds())
-			}
+			count(w, l)
 			wantDailyC[k][l.created.In(ny).Day()-1]++
 		}
 		if len(bruteC) < 8 {

@@ -59,16 +59,8 @@ func (b *browser) do(method, path string, form url.Values, hdr ...string) page {
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	p := page{status: res.StatusCode, header: res.Header, body: string(raw)}
+	res := apptest.Send(b.t, b.c, req, hdr...)
+	p := page{status: res.Status, header: res.Header, body: string(res.Body)}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		p.doc, err = goquery.NewDocumentFromReader(strings.NewReader(p.body))
 		if err != nil {
@@ -102,6 +94,7 @@ func (p page) input(sel, name string) string {
 	return v
 }
 
+// uiEnv is the app of one test of this package, on its Redis database.
 func uiEnv(t *testing.T, prefix string) *apptest.Env {
 	t.Helper()
 	return apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisWeb})

@@ -22,11 +22,7 @@ func TestLinkedInPagesThroughLeads(t *testing.T) {
 	fake := fakeapi.NewLinkedIn(t, "7234246", leads)
 	fake.AddOtherFormLeads(fakeapi.MakeLeads(40, "ot", t0, 90*time.Second)...)
 	fake.RequireToken("li-token")
-	var r recorder
-	p, err := pull.NewPuller(pull.Settings{Kind: "linkedin", BaseURL: fake.URL, AccessToken: "li-token", FormID: "7234246", PageSize: 100}, newClient(&r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := newPuller(t, pull.Settings{Kind: "linkedin", BaseURL: fake.URL, AccessToken: "li-token", FormID: "7234246", PageSize: 100})
 	recs, pages := fetchAll(t, p, time.Time{})
 	if len(recs) != 230 || pages != 3 {
 		t.Fatalf("%d records in %d pages, want 230 in 3", len(recs), pages)

@@ -37,6 +37,17 @@ func newClient(r *recorder) *outbound.Client {
 	return outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.sleep, ReadTimeout: 2 * time.Second})
 }
 
+// newPuller makes the puller of s on a client whose waits r records.
+func newPuller(t *testing.T, s pull.Settings) (pull.Puller, *recorder) {
+	t.Helper()
+	r := &recorder{}
+	p, err := pull.NewPuller(s, newClient(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, r
+}
+
 // fetchAll pages until the cursor runs out, as the reconcile task does.
 func fetchAll(t *testing.T, p pull.Puller, since time.Time) ([]json.RawMessage, int) {
 	t.Helper()
@@ -79,11 +90,7 @@ func TestTypeformPagesThroughThousandLeads(t *testing.T) {
 	leads := fakeapi.MakeLeads(1000, "tf", t0, time.Minute)
 	fake := fakeapi.NewTypeform(t, "FORM1", leads)
 	fake.RequireToken("tf-token")
-	var r recorder
-	p, err := pull.NewPuller(pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "tf-token", FormID: "FORM1", PageSize: 100}, newClient(&r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := newPuller(t, pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "tf-token", FormID: "FORM1", PageSize: 100})
 	recs, pages := fetchAll(t, p, time.Time{})
 	if len(recs) != 1000 || pages != 11 || fake.Requests() != 11 {
 		t.Fatalf("got %d records in %d pages (%d requests); want 1000 in 10 pages plus the empty one", len(recs), pages, fake.Requests())
@@ -118,11 +125,7 @@ func TestTypeformPagesThroughThousandLeads(t *testing.T) {
 func TestTypeformSince(t *testing.T) {
 	leads := fakeapi.MakeLeads(50, "tf", t0, time.Hour)
 	fake := fakeapi.NewTypeform(t, "F", leads)
-	var r recorder
-	p, err := pull.NewPuller(pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "x", FormID: "F", PageSize: 7}, newClient(&r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := newPuller(t, pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "x", FormID: "F", PageSize: 7})
 	since := leads[30].Created // inclusive
 	recs, _ := fetchAll(t, p, since)
 	if len(recs) != 20 {
@@ -136,8 +139,7 @@ func TestTypeformSince(t *testing.T) {
 func TestTypeformRetriesThroughFailures(t *testing.T) {
 	fake := fakeapi.NewTypeform(t, "F", fakeapi.MakeLeads(5, "tf", t0, time.Minute))
 	fake.FailNext(429, 503, 503)
-	var r recorder
-	p, _ := pull.NewPuller(pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "x", FormID: "F"}, newClient(&r))
+	p, r := newPuller(t, pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "x", FormID: "F"})
 	page, err := p.FetchPage(context.Background(), time.Time{}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +155,7 @@ func TestTypeformRetriesThroughFailures(t *testing.T) {
 func TestTypeformErrors(t *testing.T) {
 	fake := fakeapi.NewTypeform(t, "F", nil)
 	fake.RequireToken("right")
-	var r recorder
-	p, _ := pull.NewPuller(pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "wrong", FormID: "F"}, newClient(&r))
+	p, r := newPuller(t, pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "wrong", FormID: "F"})
 	_, err := p.FetchPage(context.Background(), time.Time{}, "")
 	var se *outbound.StatusError
 	if !errors.As(err, &se) || se.Status != 401 || len(r.sleeps) != 0 {
@@ -175,11 +176,7 @@ func TestMetaPagesThroughThousandLeads(t *testing.T) {
 	leads := fakeapi.MakeLeads(1000, "9", t0, time.Minute)
 	fake := fakeapi.NewMeta(t, "12345", leads)
 	fake.RequireToken("graph-token")
-	var r recorder
-	p, err := pull.NewPuller(pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "graph-token", FormID: "12345", PageSize: 100}, newClient(&r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := newPuller(t, pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "graph-token", FormID: "12345", PageSize: 100})
 	var recs []json.RawMessage
 	cursor := ""
 	for pages := 1; ; pages++ {
@@ -223,8 +220,7 @@ func TestMetaPagesThroughThousandLeads(t *testing.T) {
 func TestMetaSince(t *testing.T) {
 	leads := fakeapi.MakeLeads(40, "7", t0, time.Hour)
 	fake := fakeapi.NewMeta(t, "55", leads)
-	var r recorder
-	p, _ := pull.NewPuller(pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "x", FormID: "55", PageSize: 6}, newClient(&r))
+	p, _ := newPuller(t, pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "x", FormID: "55", PageSize: 6})
 	recs, _ := fetchAll(t, p, leads[25].Created)
 	if len(recs) != 15 {
 		t.Fatalf("got %d leads since lead 25, want 15 (inclusive)", len(recs))
@@ -238,8 +234,7 @@ func TestMetaSince(t *testing.T) {
 func TestMetaRetriesThroughFailures(t *testing.T) {
 	fake := fakeapi.NewMeta(t, "55", fakeapi.MakeLeads(3, "7", t0, time.Minute))
 	fake.FailNext(429, 503, 503)
-	var r recorder
-	p, _ := pull.NewPuller(pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "x", FormID: "55"}, newClient(&r))
+	p, r := newPuller(t, pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "x", FormID: "55"})
 	recs, _ := fetchAll(t, p, time.Time{})
 	if len(recs) != 3 || fake.Requests() != 4 || r.sleeps[0] != 2*time.Second {
 		t.Fatalf("%d records, %d requests, sleeps %v", len(recs), fake.Requests(), r.sleeps)
@@ -256,8 +251,7 @@ func TestMetaRefusesForeignNext(t *testing.T) {
 			"paging":{"cursors":{"before":"a","after":"b"},"next":"`+foreign.URL+`/v21.0/55/leads?access_token=x&after=b"}}`)
 	}))
 	defer api.Close()
-	var r recorder
-	p, _ := pull.NewPuller(pull.Settings{Kind: "meta", BaseURL: api.URL + "/v21.0", AccessToken: "x", FormID: "55"}, newClient(&r))
+	p, _ := newPuller(t, pull.Settings{Kind: "meta", BaseURL: api.URL + "/v21.0", AccessToken: "x", FormID: "55"})
 	if _, err := p.FetchPage(context.Background(), time.Time{}, ""); !errors.Is(err, pull.ErrForeignNext) {
 		t.Fatalf("got %v, want ErrForeignNext", err)
 	}
@@ -304,11 +298,7 @@ func TestGenericPagingAndSince(t *testing.T) {
 	}
 	fake := fakeapi.NewGeneric(t, "/api/leads", items)
 	fake.RequireToken("gen")
-	var r recorder
-	p, err := pull.NewPuller(pull.Settings{Kind: "generic", BaseURL: fake.URL + "/", AccessToken: "gen", ListPath: "/api/leads", PageSize: 10}, newClient(&r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := newPuller(t, pull.Settings{Kind: "generic", BaseURL: fake.URL + "/", AccessToken: "gen", ListPath: "/api/leads", PageSize: 10})
 	recs, pages := fetchAll(t, p, time.Time{})
 	if len(recs) != 25 || pages != 3 || string(recs[7]) != string(items[7]) {
 		t.Fatalf("got %d records in %d pages", len(recs), pages)

@@ -29,8 +29,7 @@ func TestBrowserAssignment(t *testing.T) {
 	acme := e.Tenant("acme")
 	ada := e.Staff(acme.ID, "ada@acme.test", "Ada Lovelace")
 	ben := e.Staff(acme.ID, "ben@acme.test", "Ben Okafor")
-	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	hook := e.Hook("acme", "website", kinds.Standard, secret)
+	src, hook := e.SourceHook(acme, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
 
 	browser := startBrowser(t)
 	admin := newTab(t, browser, e.URL, "admin")

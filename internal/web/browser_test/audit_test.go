@@ -13,9 +13,7 @@ import (
 // fits a 390 px phone (one card per entry, nothing sideways) with its
 // detail readable. Screenshots: artifacts/screenshots/audit-*.png.
 func TestBrowserAuditLog(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_audit", "Dana Scully", "Fox Mulder", "Walter Skinner")
 	e, acme := d.e, d.acme
 	api := func(method, path string, body any, want int) map[string]any {

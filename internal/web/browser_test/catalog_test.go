@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"leadpipe/internal/apptest"
 )
 
 // TestBrowserAddSourceFromCatalog: "Add a source" starts from the catalog;
@@ -48,15 +45,7 @@ func TestBrowserAddSourceFromCatalog(t *testing.T) {
 	if !strings.Contains(admin.location(), "/sources") || admin.count(`[data-testid="send-test-delivery"]`) != 1 {
 		t.Fatalf("after create: %s", admin.location())
 	}
-	admin.submit(`[data-testid="send-test-delivery"]`)
-	if got := admin.text(`[data-testid="flash"]`); !strings.Contains(got, "200 accepted") {
-		t.Fatalf("test delivery outcome %q", got)
-	}
-	apptest.Eventually(t, 20*time.Second, "the test delivery's lead", func() bool {
-		var n int
-		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND email = 'test-delivery@example.com'`, ten.ID)
-		return n == 1
-	})
+	admin.sendTestDelivery(e, ten.ID, `email = 'test-delivery@example.com'`)
 	admin.screenshot("catalog-hubspot-tested")
 
 	admin.open("/sources/add?entry=token:unbounce")

@@ -10,7 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"leadpipe/internal/monitor/monitortest"
-	"leadpipe/internal/sources"
 )
 
 // widths are the two screens every page is checked at.
@@ -50,11 +49,8 @@ func TestBrowserChartsReadable(t *testing.T) {
 	e := browserApp(t, "ui_charts", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
-	mk := func(slug, name string) sources.Source {
-		s, _ := e.Source(ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
-		return s
-	}
-	stormy, high, low := mk("landing", "Landing page"), mk("partner", "Partner feed"), mk("typeform", "Typeform")
+	srcs := standardSources(e, ten, "landing", "Landing page", "partner", "Partner feed", "typeform", "Typeform")
+	stormy, high, low := srcs[0], srcs[1], srcs[2]
 	mon := e.App.Web.Monitor
 	now := time.Now().UTC().Truncate(time.Minute)
 	stormFrom := now.Add(-10 * time.Minute)

@@ -17,6 +17,7 @@ import (
 
 	"leadpipe/internal/apptest"
 	"leadpipe/internal/monitor"
+	"leadpipe/internal/sources"
 )
 
 // chromiumPath finds Debian's Chromium binary (the real one, not the
@@ -36,14 +37,47 @@ func chromiumPath() string {
 	return ""
 }
 
-// browserApp skips the test when there is no Chromium, else starts the
-// application for it (worker: with the Asynq worker in the test).
-func browserApp(t *testing.T, prefix string, worker bool) *apptest.Env {
+// requireChromium skips the test when there is no Chromium.
+func requireChromium(t *testing.T) {
 	t.Helper()
 	if chromiumPath() == "" {
 		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
 	}
+}
+
+// browserApp skips the test when there is no Chromium, else starts the
+// application for it (worker: with the Asynq worker in the test).
+func browserApp(t *testing.T, prefix string, worker bool) *apptest.Env {
+	t.Helper()
+	requireChromium(t)
 	return apptest.New(t, prefix, apptest.Options{RedisDB: apptest.RedisUI, Worker: worker})
+}
+
+// standardSources makes one standard source of the tenant per pair of
+// slug and name.
+func standardSources(e *apptest.Env, ten apptest.Tenant, slugNames ...string) []sources.Source {
+	e.T.Helper()
+	var out []sources.Source
+	for i := 0; i+1 < len(slugNames); i += 2 {
+		s, _ := e.Source(ten.ID, sources.CreateInput{Slug: slugNames[i], Name: slugNames[i+1], Kind: "standard"})
+		out = append(out, s)
+	}
+	return out
+}
+
+// sendTestDelivery sends the source page's test delivery and waits for
+// the one lead of the tenant it makes (where: the SQL condition on it).
+func (tb *tab) sendTestDelivery(e *apptest.Env, tenantID, where string) {
+	tb.t.Helper()
+	tb.submit(`[data-testid="send-test-delivery"]`)
+	if got := tb.text(`[data-testid="flash"]`); !strings.Contains(got, "200 accepted") {
+		tb.t.Fatalf("test delivery outcome %q", got)
+	}
+	apptest.Eventually(tb.t, 20*time.Second, "the test delivery's lead", func() bool {
+		var n int
+		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND `+where, tenantID)
+		return n == 1
+	})
 }
 
 // adminTab starts the browser and signs the tenant's admin in on a tab of

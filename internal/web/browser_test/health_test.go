@@ -11,7 +11,6 @@ import (
 
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/monitor/monitortest"
-	"leadpipe/internal/sources"
 )
 
 // TestBrowserSourceHealth: a retry storm on one source (a 45 % spike over
@@ -24,11 +23,8 @@ func TestBrowserSourceHealth(t *testing.T) {
 	e := browserApp(t, "ui_health", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
-	mk := func(slug, name string) sources.Source {
-		s, _ := e.Source(ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
-		return s
-	}
-	stormy, quiet := mk("landing", "Landing page"), mk("partner", "Partner feed")
+	srcs := standardSources(e, ten, "landing", "Landing page", "partner", "Partner feed")
+	stormy, quiet := srcs[0], srcs[1]
 	mon := e.App.Web.Monitor
 	now := time.Now().UTC().Truncate(time.Minute)
 	stormFrom := now.Add(-10 * time.Minute)

@@ -88,9 +88,7 @@ func (tb *tab) shots(name string) {
 // import, watches the progress bar move (htmx polling) to the result, and
 // downloads the refused rows. The page fits a phone.
 func TestBrowserImport(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDayWith(t, "ui_import", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
 	e, acme := d.e, d.acme
 	svc := e.App.Web.Imports
@@ -199,9 +197,7 @@ func TestBrowserImport(t *testing.T) {
 // TestBrowserExport: the inbox's Export button downloads the leads of the
 // view being looked at, with its filters.
 func TestBrowserExport(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_export", "Dana Scully", "Fox Mulder", "Walter Skinner")
 	e, acme := d.e, d.acme
 	res := e.Do("PATCH", "/api/v1/leads/"+d.leads["Fox Mulder"], acme.Token, map[string]any{"status": "qualified"}, "If-Match", `"1"`)

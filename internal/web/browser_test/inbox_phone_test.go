@@ -106,9 +106,7 @@ func (tb *tab) pointerDrag(fromSel, toSel string) {
 // changes every lead the filters match (1,100 leads: three chunks of at
 // most 500), not only the 50 on the page; Last seen is each lead's own.
 func TestBrowserInboxOnAPhone(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_inbox_phone")
 	ctx := context.Background()
 	src, _ := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "web", Name: "Website", Kind: "standard"})
@@ -204,9 +202,7 @@ func TestBrowserInboxOnAPhone(t *testing.T) {
 // and shown as 09:00 on the lead page, in the inbox and on the board. The
 // zone can be changed in My settings (an unknown name is refused).
 func TestBrowserTimeZone(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_tz", "Dana Scully")
 	ctx := context.Background()
 	browser := startBrowser(t)
@@ -275,9 +271,7 @@ func TestBrowserTimeZone(t *testing.T) {
 // and a choice applies it; ? lists the keys; on a lead's page s is the
 // status, n the next step and j the next lead of the list.
 func TestBrowserKeyboard(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_keys", "Dana Scully", "Fox Mulder", "Walter Skinner")
 	_, admin := adminTab(t, d.e, d.acme)
 	admin.open("/leads")
@@ -354,9 +348,7 @@ func TestBrowserKeyboard(t *testing.T) {
 // status; a card whose lead was edited meanwhile is not moved and the board
 // says so; a column loads more cards on demand.
 func TestBrowserBoardDrag(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	var names []string // the three people last: the newest, on the first page
 	for i := range 22 {
 		names = append(names, fmt.Sprintf("Agent %02d", i))

@@ -84,18 +84,14 @@ func waitMail(t *testing.T, srv *smtptest.Server, rcpt, subject string, seen map
 // the old password no longer work. The admin also sets Kim away on the
 // users page. Screenshots links-* at 390 and 1280 px.
 func TestBrowserInvitationAndReset(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	srv := smtptest.Start(t, smtptest.Options{})
 	e := apptest.New(t, "ui_browser_links", apptest.Options{RedisDB: apptest.RedisUI, Worker: true,
 		Env: map[string]string{"LEADPIPE_SMTP_URL": "smtp://" + srv.Addr, "LEADPIPE_MAIL_FROM": "Leadpipe <leads@acme.test>"}})
 	acme := e.Tenant("acme")
 	seen := map[string]bool{}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(acme.Admin.Email, acme.AdminPassword)
+	browser, admin := adminTab(t, e, acme)
 
 	t.Log("the admin invites Kim on the users page")
 	admin.open("/settings/users")
@@ -127,11 +123,7 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 	kim.phone()
 	noSideways(t, kim, "invitation page")
 	kim.phone()
-	kim.do(
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "kim-first-password", chromedp.NodeVisible),
-		chromedp.SendKeys(chromedp.CSS(`input[name=confirm]`), "kim-first-password", chromedp.NodeVisible),
-	)
-	kim.submit(`[data-testid="set-password-submit"]`)
+	kim.choosePassword("kim-first-password")
 	if loc := kim.location(); !strings.HasSuffix(loc, "/leads") {
 		t.Fatalf("after accepting the invitation at %s", loc)
 	}
@@ -176,11 +168,7 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 	kim2.phone()
 	noSideways(t, kim2, "reset page")
 	kim2.phone()
-	kim2.do(
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "kim-second-password", chromedp.NodeVisible),
-		chromedp.SendKeys(chromedp.CSS(`input[name=confirm]`), "kim-second-password", chromedp.NodeVisible),
-	)
-	kim2.submit(`[data-testid="set-password-submit"]`)
+	kim2.choosePassword("kim-second-password")
 	if got := kim2.text(`[data-testid="flash"]`); !strings.Contains(got, "Your new password is set") {
 		t.Fatalf("after the reset: %q at %s", got, kim2.location())
 	}
@@ -198,4 +186,14 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 		t.Fatalf("the session from before the reset still works: %s", loc)
 	}
 	kim2.screenshot("links-gone")
+}
+
+// choosePassword fills both fields of the set-password page with pw and
+// submits it.
+func (tb *tab) choosePassword(pw string) {
+	tb.do(
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), pw, chromedp.NodeVisible),
+		chromedp.SendKeys(chromedp.CSS(`input[name=confirm]`), pw, chromedp.NodeVisible),
+	)
+	tb.submit(`[data-testid="set-password-submit"]`)
 }

@@ -24,8 +24,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	hook := e.Hook("acme", "form", kinds.Generic, secret)
+	src, hook := e.SourceHook(ten, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
 	hook.Config = wrong
 	const n = 3
 	for i := range n {
@@ -41,9 +40,7 @@ func TestBrowserMappingGuidedFix(t *testing.T) {
 		return failed == n
 	})
 
-	b := startBrowser(t)
-	tb := newTab(t, b, e.URL, "admin")
-	tb.login(ten.Admin.Email, ten.AdminPassword)
+	_, tb := adminTab(t, e, ten)
 	page := "/sources/" + src.ID
 	for _, vp := range widths {
 		tb.viewport(vp.w, vp.h, vp.mobile)

@@ -25,8 +25,7 @@ func TestBrowserMappingEditor(t *testing.T) {
 	ten := e.Tenant("acme")
 	good := kinds.SampleConfig(kinds.Generic)
 	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, secret := e.Source(ten.ID, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	hook := e.Hook("acme", "form", kinds.Generic, secret)
+	src, hook := e.SourceHook(ten, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
 	hook.Config = wrong
 	const n = 3
 	sentAt := time.Now()
@@ -43,9 +42,7 @@ func TestBrowserMappingEditor(t *testing.T) {
 		return failed == n
 	})
 
-	b := startBrowser(t)
-	tb := newTab(t, b, e.URL, "admin")
-	tb.login(ten.Admin.Email, ten.AdminPassword)
+	_, tb := adminTab(t, e, ten)
 	tb.open("/sources/" + src.ID)
 	if c := tb.count(`[data-testid="failed-delivery"]`); c != n {
 		t.Fatalf("%d failed deliveries listed, want %d", c, n)

@@ -24,8 +24,7 @@ func TestBrowserMerge(t *testing.T) {
 	e := browserApp(t, "ui_merge", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	hook := e.Hook("acme", "website", kinds.Standard, secret)
+	src, hook := e.SourceHook(acme, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
 	if st := hook.Post("evt-1", "contact-1", kinds.Lead{Name: "Dana S.", Email: "Dana@FBI.example", Company: "FBI Field Office", Phone: "+1 202 555 0101"}); st != 200 {
 		t.Fatalf("webhook: %d", st)
 	}

@@ -23,8 +23,7 @@ func TestBrowserMonitorCountsAgree(t *testing.T) {
 	e := browserApp(t, "ui_moncount", false)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
-	hook := e.Hook("acme", "landing", kinds.Standard, secret)
+	src, hook := e.SourceHook(acme, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
 	post := func(id string) {
 		t.Helper()
 		if st := hook.Post(id, "ref-"+id, kinds.Lead{Name: "Lead " + id, Email: id + "@example.test"}); st != 200 {

@@ -9,9 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"leadpipe/internal/apptest"
 	"leadpipe/internal/leads"
-	"leadpipe/internal/sources"
 )
 
 // TestBrowserSourcesReport: the "Sources and campaigns" report by source
@@ -21,20 +19,10 @@ import (
 // admin's nav shows all its tabs at 1280 px.
 // Screenshots: report-*.png (and report-monitor-*.png for the nav).
 func TestBrowserSourcesReport(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
-	e := apptest.New(t, "ui_report", apptest.Options{RedisDB: apptest.RedisUI})
+	e := browserApp(t, "ui_report", false)
 	ctx := context.Background()
 	ten := e.Tenant("acme")
-	mk := func(slug, name string) sources.Source {
-		s, _, err := e.App.Sources.Create(ctx, ten.ID, sources.CreateInput{Slug: slug, Name: name, Kind: "standard"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	srcs := []sources.Source{mk("web", "Website contact form"), mk("meta", "Facebook Lead Ads"), mk("partner", "Partner feed")}
+	srcs := standardSources(e, ten, "web", "Website contact form", "meta", "Facebook Lead Ads", "partner", "Partner feed")
 	campaigns := []string{"spring-sale-2026", "retargeting-november", "", "webinar-follow-up"}
 	statuses := []string{"new", "contacted", "qualified", "won", "lost", "won"}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -57,9 +45,7 @@ func TestBrowserSourcesReport(t *testing.T) {
 		}
 	}
 
-	browser := startBrowser(t)
-	admin := newTab(t, browser, e.URL, "admin")
-	admin.login(ten.Admin.Email, ten.AdminPassword)
+	_, admin := adminTab(t, e, ten)
 	oneLine := func(sel, what string) {
 		t.Helper()
 		// Every item of sel sits on the first item's line.

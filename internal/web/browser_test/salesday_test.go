@@ -94,9 +94,7 @@ func (tb *tab) waitText(sel, want string) {
 // lead and Undo moves it back; the card's status select does the same
 // from the keyboard.
 func TestBrowserBoardMoves(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_board", "Dana Scully", "Fox Mulder", "Walter Skinner")
 	browser := startBrowser(t)
 	sam := newTab(t, browser, d.e.URL, "sam")
@@ -208,9 +206,7 @@ func (tb *tab) pageFits(path string, w, h int64, mobile bool) {
 // whose first answer failed with a long body, a generic source's mapping,
 // a Typeform source's pull settings.
 func TestBrowserEveryPage(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDayWith(t, "ui_pages", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
 	ctx := context.Background()
 	// An endpoint subscribed before the leads exist, so their lead.created
@@ -343,9 +339,7 @@ func TestBrowserEveryPage(t *testing.T) {
 // an empty bucket); 1 h and 6 h ranges exist; the rules are edited on the
 // page (a bad value is shown on its field, nothing saved).
 func TestBrowserChartsAndAlerts(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_charts")
 	ctx := context.Background()
 	src, secret := d.e.Source(d.acme.ID, sources.CreateInput{Slug: "landing", Name: "Landing page", Kind: "standard"})
@@ -473,9 +467,7 @@ func TestBrowserChartsAndAlerts(t *testing.T) {
 // page; a next step with a due date shows in the inbox and in
 // "My follow-ups due".
 func TestBrowserSalesDay(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDay(t, "ui_salesday", "Dana Scully", "Fox Mulder", "Walter Skinner", "Monica Reyes")
 	browser := startBrowser(t)
 	sam := newTab(t, browser, d.e.URL, "sam")

@@ -118,14 +118,6 @@ func TestBrowserDeadLetters(t *testing.T) {
 	}
 
 	t.Log("send a test delivery through the real endpoint")
-	admin.submit(`[data-testid="send-test-delivery"]`)
-	if got := admin.text(`[data-testid="flash"]`); !strings.Contains(got, "200 accepted") {
-		t.Errorf("test delivery outcome %q", got)
-	}
-	apptest.Eventually(t, 20*time.Second, "the test delivery's lead", func() bool {
-		var n int
-		_ = e.App.DB.Get(&n, `SELECT COUNT(*) FROM leads WHERE tenant_id = ? AND name = 'Leadpipe test delivery'`, ten.ID)
-		return n == 1
-	})
+	admin.sendTestDelivery(e, ten.ID, `name = 'Leadpipe test delivery'`)
 	admin.screenshot("source-after")
 }

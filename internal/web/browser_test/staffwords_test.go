@@ -93,9 +93,7 @@ func (tb *tab) smallTargets() []string {
 // a duplicate pair the rep owns merged from the list in two clicks; quick
 // due dates and "and assign to me"; 403 "Admins only" on an admin page.
 func TestBrowserStaffPagesSpeakSales(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	d := newSalesDayWith(t, "ui_staff_words", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
 	ctx := context.Background()
 	db := d.e.App.DB

@@ -23,8 +23,7 @@ func TestBrowserTimeline(t *testing.T) {
 	e := browserApp(t, "ui_timeline", true)
 	ctx := context.Background()
 	acme := e.Tenant("acme")
-	src, secret := e.Source(acme.ID, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
-	hook := e.Hook("acme", "website", kinds.Standard, secret)
+	src, hook := e.SourceHook(acme, sources.CreateInput{Slug: "website", Name: "Website contact form", Kind: "standard"})
 	dana := kinds.Lead{Name: "Dana Scully", Email: "dana@fbi.example", Company: "FBI", Phone: "+1 202 555 0101"}
 	for _, id := range []string{"evt-a", "evt-b", "evt-c"} {
 		if st := hook.Post(id, "contact-1", dana); st != 200 {

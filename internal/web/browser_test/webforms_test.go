@@ -38,9 +38,7 @@ func (tb *tab) fillForm(scope, name, email string) {
 // off, and the embed on another origin, each one lead; the lead page
 // shows where the lead came from.
 func TestBrowserWebForms(t *testing.T) {
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	requireChromium(t)
 	// The second origin: a marketing site on another loopback port that
 	// embeds the form.
 	var leadpipeURL string

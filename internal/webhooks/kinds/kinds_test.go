@@ -157,16 +157,12 @@ func TestVerify(t *testing.T) {
 				}
 			})
 			t.Run("missing headers", func(t *testing.T) {
-				for hdr := range h {
-					if hdr == "Content-Type" {
-						continue
-					}
-					h2 := h.Clone()
+				eachHeaderCopy(h, func(hdr string, h2 http.Header) {
 					h2.Del(hdr)
 					if err := verify(t, h2, body, []string{secret}, testNow); !errors.Is(err, ErrSignature) {
 						t.Errorf("without %s: err = %v", hdr, err)
 					}
-				}
+				})
 				if err := verify(t, http.Header{}, body, []string{secret}, testNow); name != GoogleAds && !errors.Is(err, ErrSignature) {
 					t.Errorf("no headers: err = %v", err)
 				}
@@ -178,16 +174,12 @@ func TestVerify(t *testing.T) {
 				}
 			})
 			t.Run("header values changed", func(t *testing.T) {
-				for hdr := range h {
-					if hdr == "Content-Type" {
-						continue
-					}
-					h2 := h.Clone()
+				eachHeaderCopy(h, func(hdr string, h2 http.Header) {
 					h2.Set(hdr, h.Get(hdr)+"0")
 					if err := verify(t, h2, body, []string{secret}, testNow); !errors.Is(err, ErrSignature) {
 						t.Errorf("%s changed: err = %v", hdr, err)
 					}
-				}
+				})
 			})
 			if name == Standard || name == Timestamped || name == HubSpot || name == Webflow || name == TikTok {
 				t.Run("tolerance", func(t *testing.T) {
@@ -980,6 +972,16 @@ func TestHeaderDeliveryIDMatchesParse(t *testing.T) {
 		recs, err := k.Parse(h, []byte(`{"id":"n1"}`))
 		if err != nil || len(recs) != 1 || recs[0].DeliveryID != got {
 			t.Errorf("%s: Parse = %+v, %v; want one record with delivery id %q", c.kind, recs, err, got)
+		}
+	}
+}
+
+// eachHeaderCopy calls f for each header of h but Content-Type, with a
+// copy of h to change that header in.
+func eachHeaderCopy(h http.Header, f func(hdr string, h2 http.Header)) {
+	for hdr := range h {
+		if hdr != "Content-Type" {
+			f(hdr, h.Clone())
 		}
 	}
 }
