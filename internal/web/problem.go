@@ -56,14 +56,7 @@ func StatusOf(code apperr.Code) int {
 // and shown as a generic message; an unreachable database is a 503 with
 // Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var e *apperr.Error
-	if !errors.As(err, &e) {
-		if apperr.IsUnavailable(err) {
-			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
-		} else {
-			e = apperr.Wrap(apperr.Internal, err, "internal error")
-		}
-	}
+	e := asAppError(err)
 	status := StatusOf(e.Code)
 	if status >= 500 && log != nil {
 		log.ErrorContext(r.Context(), "request failed", "err", err, "status", status)
@@ -74,6 +67,19 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		}
 	}
 	WriteProblem(w, r, status, e.Message, e.Fields)
+}
+
+// asAppError is err as a domain error; anything else is Unavailable when the
+// database did not answer, else Internal (its message never shown).
+func asAppError(err error) *apperr.Error {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if apperr.IsUnavailable(err) {
+		return apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
+	}
+	return apperr.Wrap(apperr.Internal, err, "internal error")
 }
 
 // WriteProblem writes a problem+json body with the given status.

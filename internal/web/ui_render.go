@@ -3,14 +3,12 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/a-h/templ"
 
-	"leadpipe/internal/apperr"
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	"leadpipe/views/pages"
@@ -83,14 +81,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active stri
 // uiError renders err as an error page with the one status mapping
 // (StatusOf); internal errors are logged once and shown generically.
 func (s *Server) uiError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *apperr.Error
-	if !errors.As(err, &e) {
-		if apperr.IsUnavailable(err) {
-			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
-		} else {
-			e = apperr.Wrap(apperr.Internal, err, "internal error")
-		}
-	}
+	e := asAppError(err)
 	status := StatusOf(e.Code)
 	switch {
 	case status == http.StatusNotFound:
