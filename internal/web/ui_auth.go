@@ -30,6 +30,18 @@ func parseForm(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// withForm parses the posted form (parseForm) before h runs; a form that
+// cannot be read gets the error page instead.
+func (s *Server) withForm(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := parseForm(w, r); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {

@@ -18,9 +18,9 @@ import (
 // GET|POST /forms/{id}/preview, POST /forms/{id}/delete.
 func (s *Server) formUIRoutes(r chi.Router) {
 	r.Get("/forms", s.uiForms)
-	r.Post("/forms", s.uiCreateForm)
+	r.Post("/forms", s.withForm(s.uiCreateForm))
 	r.Get("/forms/{id}", s.uiFormBuilder)
-	r.Post("/forms/{id}", s.uiSaveForm)
+	r.Post("/forms/{id}", s.withForm(s.uiSaveForm))
 	r.Get("/forms/{id}/preview", s.uiFormPreview)
 	r.Post("/forms/{id}/preview", s.uiFormPreview)
 }
@@ -44,10 +44,6 @@ func (s *Server) renderFormList(w http.ResponseWriter, r *http.Request, status i
 }
 
 func (s *Server) uiCreateForm(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	name, slug := strings.TrimSpace(r.PostFormValue("name")), strings.TrimSpace(r.PostFormValue("slug"))
 	fields := []forms.Field{{Name: "name", Label: "Your name", Type: forms.TypeText, Required: true},
@@ -149,10 +145,6 @@ func builderInput(pf url.Values) forms.Input {
 }
 
 func (s *Server) uiSaveForm(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	if r.PostFormValue("delete") != "" {

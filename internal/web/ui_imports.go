@@ -20,7 +20,7 @@ func (s *Server) importUIRoutes(r Router) {
 	r.Get("/imports", s.uiImports)
 	r.Post("/imports", s.uiUploadImport)
 	r.Get("/imports/{id}", s.uiImport)
-	r.Post("/imports/{id}/start", s.uiStartImport)
+	r.Post("/imports/{id}/start", s.withForm(s.uiStartImport))
 	r.Get("/imports/{id}/status", s.uiImportStatus)
 	r.Get("/imports/{id}/errors.csv", s.apiImportErrors)
 }
@@ -204,10 +204,6 @@ func fieldLabel(f string) string {
 // uiStartImport is POST /imports/{id}/start: the mapping (map.<column
 // index>=field) and the natural key's column index.
 func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id, err := importID(r)
 	if err != nil {

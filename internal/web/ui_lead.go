@@ -225,10 +225,6 @@ func backTo(r *http.Request, id string) string {
 }
 
 func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	status := r.PostFormValue("status")
 	if !leads.ValidStatus(status) {
@@ -277,10 +273,6 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -333,10 +325,6 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 // input, read in the user's own time zone; empty clears it) under the
 // form's version.
 func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	step, msg := leads.ParseNextStep(r.PostFormValue("next_step"))
 	if msg != "" {
@@ -403,10 +391,6 @@ func problemText(err error) string {
 }
 
 func (s *Server) uiLeadNote(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -451,10 +435,6 @@ func (s *Server) uiNewLead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiCreateLead(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	f := leadviews.NewLeadForm{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),

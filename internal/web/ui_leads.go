@@ -35,8 +35,8 @@ const (
 // column's next cards.
 func (s *Server) leadUIRoutes(r chi.Router) {
 	r.Get("/settings/me", s.uiProfile)
-	r.Post("/settings/me", s.uiSaveProfile)
-	r.Post("/settings/me/away", s.uiSaveAway)
+	r.Post("/settings/me", s.withForm(s.uiSaveProfile))
+	r.Post("/settings/me/away", s.withForm(s.uiSaveAway))
 	r.Get("/leads/ids", s.uiLeadIDs)
 	r.Post("/leads/bulk.json", s.Idem.Wrap(s.apiBulkLeads))
 	r.Get("/leads/board/more", s.uiBoardMore)
@@ -386,10 +386,6 @@ func (s *Server) uiLeadIDs(w http.ResponseWriter, r *http.Request) {
 // to the checked leads, once per rendered form (a double click applies
 // once), through the same service as POST /api/v1/leads/bulk.
 func (s *Server) uiBulk(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	back := r.PostFormValue("back")

@@ -24,8 +24,8 @@ import (
 // leads, staff the leads they own (leads.MayMerge, checked again by Merge).
 func (s *Server) mergeUIRoutes(r chi.Router) {
 	r.Get("/leads/{id}/merge", s.uiMergePage)
-	r.Post("/leads/{id}/merge", s.uiMerge)
-	r.Post("/leads/{id}/unmerge", s.uiUnmerge)
+	r.Post("/leads/{id}/merge", s.withForm(s.uiMerge))
+	r.Post("/leads/{id}/unmerge", s.withForm(s.uiUnmerge))
 }
 
 // mergePanels reads what the lead page shows about merges and duplicates.
@@ -174,10 +174,6 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (s *Server) uiMerge(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -220,10 +216,6 @@ func (s *Server) uiMerge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiUnmerge(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id, other := chi.URLParam(r, "id"), strings.TrimSpace(r.PostFormValue("lead_id"))

@@ -58,10 +58,6 @@ func (s *Server) uiSources(w http.ResponseWriter, r *http.Request) {
 // uiCreateSource answers with the new source's page (no redirect): its
 // signing secret is shown on this answer only.
 func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	f := srcviews.Form{Name: r.PostFormValue("name"), Slug: strings.TrimSpace(r.PostFormValue("slug")), Kind: r.PostFormValue("kind"),
 		Secret: r.PostFormValue("secret"), VerifyToken: r.PostFormValue("verify_token"),
@@ -129,10 +125,6 @@ func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiRotateSecret(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
