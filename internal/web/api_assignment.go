@@ -10,11 +10,7 @@ import (
 // rules, in the order they are tried, and the first-response time.
 func (s *Server) apiGetAssignment(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Leads.Assignment(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a)
+	s.writeResult(w, r, http.StatusOK, a, err)
 }
 
 // apiPutAssignment is PUT /api/v1/assignment {"rules":[…],"first_response_minutes"}:
@@ -26,9 +22,5 @@ func (s *Server) apiPutAssignment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.Leads.PutAssignment(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a)
+	s.writeResult(w, r, http.StatusOK, a, err)
 }

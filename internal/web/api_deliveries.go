@@ -57,11 +57,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) reprocessDelivery(w http.ResponseWriter, r *http.Request) {
 	d, err := s.DeliveryOps.Reprocess(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]string{"id": d.ID, "state": d.State})
+	s.writeResult(w, r, http.StatusAccepted, map[string]string{"id": d.ID, "state": d.State}, err)
 }
 
 func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
@@ -73,11 +69,7 @@ func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.DeliveryOps.ReprocessSource(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.State)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
 }
 
 // MaxPreview bounds a preview's limit.

@@ -12,11 +12,7 @@ import (
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Events.List(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(list), err)
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -37,11 +33,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	ep, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, ep)
+	s.writeResult(w, r, http.StatusOK, ep, err)
 }
 
 func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -56,11 +48,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep, err := s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, ep)
+	s.writeResult(w, r, http.StatusOK, ep, err)
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -111,18 +99,26 @@ func writePage[T any](w http.ResponseWriter, items []T, next string) {
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
 }
 
-func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
+// servePage answers a paged list: the query's cursor and limit (pageQuery)
+// go to list, and its page is written.
+func servePage[T any](s *Server, w http.ResponseWriter, r *http.Request, list func(cursor string, limit int) ([]T, string, error)) {
 	cursor, limit, err := pageQuery(r)
 	if err == nil {
-		var items []events.Attempt
+		var items []T
 		var next string
-		items, next, err = s.Events.Attempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+		items, next, err = list(cursor, limit)
 		if err == nil {
 			writePage(w, items, next)
 			return
 		}
 	}
 	WriteError(w, r, s.Log, err)
+}
+
+func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, func(cursor string, limit int) ([]events.Attempt, string, error) {
+		return s.Events.Attempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+	})
 }
 
 func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -136,25 +132,13 @@ func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	cursor, limit, err := pageQuery(r)
-	if err == nil {
-		var items []events.EventView
-		var next string
-		items, next, err = s.Events.Events(r.Context(), Tenant(r), r.URL.Query().Get("type"), cursor, limit)
-		if err == nil {
-			writePage(w, items, next)
-			return
-		}
-	}
-	WriteError(w, r, s.Log, err)
+	servePage(s, w, r, func(cursor string, limit int) ([]events.EventView, string, error) {
+		return s.Events.Events(r.Context(), Tenant(r), r.URL.Query().Get("type"), cursor, limit)
+	})
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
@@ -170,17 +154,9 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
-	cursor, limit, err := pageQuery(r)
-	if err == nil {
-		var items []events.Attempt
-		var next string
-		items, next, err = s.Events.EventAttempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
-		if err == nil {
-			writePage(w, items, next)
-			return
-		}
-	}
-	WriteError(w, r, s.Log, err)
+	servePage(s, w, r, func(cursor string, limit int) ([]events.Attempt, string, error) {
+		return s.Events.EventAttempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+	})
 }
 
 func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
@@ -194,9 +170,5 @@ func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
 }

@@ -38,11 +38,7 @@ func (s *Server) apiListForms(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.Forms.List(r.Context(), Tenant(r), slug)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(list), err)
 }
 
 func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
@@ -52,11 +48,7 @@ func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.Forms.Get(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, f)
+	s.writeResult(w, r, http.StatusOK, f, err)
 }
 
 func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
@@ -71,11 +63,7 @@ func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.Forms.Patch(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, f)
+	s.writeResult(w, r, http.StatusOK, f, err)
 }
 
 func (s *Server) apiDeleteForm(w http.ResponseWriter, r *http.Request) {

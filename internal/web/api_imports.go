@@ -103,11 +103,7 @@ func (s *Server) apiGetImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.Imports.Get(r.Context(), Tenant(r), id)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, v)
+	s.writeResult(w, r, http.StatusOK, v, err)
 }
 
 // apiListImports is GET /api/v1/imports: the latest imports, newest first.
@@ -121,7 +117,7 @@ func (s *Server) apiListImports(w http.ResponseWriter, r *http.Request) {
 	if vs == nil {
 		vs = []imports.View{}
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": vs, "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(vs))
 }
 
 // apiImportErrors is GET /api/v1/imports/{id}/errors (and errors.csv): the

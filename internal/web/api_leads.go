@@ -226,11 +226,7 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var next any
-	if page.NextCursor != "" {
-		next = page.NextCursor
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": page.Items, "next_cursor": next})
+	writePage(w, page.Items, page.NextCursor)
 }
 
 // leadFilter reads the filters of GET /api/v1/leads (and of its CSV
@@ -277,18 +273,10 @@ func (s *Server) apiBulkLeads(ctx context.Context, r *http.Request, body []byte,
 
 func (s *Server) apiListNotes(w http.ResponseWriter, r *http.Request) {
 	notes, err := s.Leads.Notes(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": notes, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(notes), err)
 }
 
 func (s *Server) apiLeadTimeline(w http.ResponseWriter, r *http.Request) {
 	items, err := s.Leads.Timeline(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
 }

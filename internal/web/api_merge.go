@@ -19,11 +19,7 @@ import (
 
 func (s *Server) apiLeadDuplicates(w http.ResponseWriter, r *http.Request) {
 	items, err := s.Leads.Duplicates(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
 }
 
 func leadMerged(l leads.Lead) (idempotency.Response, error) {

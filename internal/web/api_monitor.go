@@ -58,11 +58,7 @@ func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	buckets, err := s.Monitor.Stats(r.Context(), Tenant(r), src.ID, from, to, step)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"buckets": buckets})
+	s.writeResult(w, r, http.StatusOK, map[string]any{"buckets": buckets}, err)
 }
 
 func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
@@ -160,11 +156,7 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var nc any
-	if next != "" {
-		nc = next
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
+	writePage(w, items, next)
 }
 
 // getAlert is one alert with its history.

@@ -45,9 +45,5 @@ func (s *Server) listReconcileRuns(w http.ResponseWriter, r *http.Request) {
 	for _, run := range page.Items {
 		items = append(items, run.View())
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+	writePage(w, items, page.NextCursor)
 }

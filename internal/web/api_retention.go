@@ -9,11 +9,7 @@ import (
 // apiGetRetention is GET /api/v1/settings/retention.
 func (s *Server) apiGetRetention(w http.ResponseWriter, r *http.Request) {
 	st, err := s.Retention.Get(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	s.writeResult(w, r, http.StatusOK, st, err)
 }
 
 // apiPutRetention is PUT /api/v1/settings/retention
@@ -26,9 +22,5 @@ func (s *Server) apiPutRetention(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := s.Retention.Set(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	s.writeResult(w, r, http.StatusOK, st, err)
 }

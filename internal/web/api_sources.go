@@ -29,12 +29,12 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	for _, src := range list {
 		items = append(items, s.Sources.View(slug, src))
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(items))
 }
 
 // listSourceKinds is the source catalog (GET /api/v1/source-kinds).
 func (s *Server) listSourceKinds(w http.ResponseWriter, r *http.Request) {
-	WriteJSON(w, http.StatusOK, map[string]any{"items": kinds.Catalog(), "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(kinds.Catalog()))
 }
 
 func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {

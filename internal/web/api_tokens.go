@@ -63,7 +63,7 @@ func (s *Server) apiListTokens(w http.ResponseWriter, r *http.Request) {
 	if ts == nil {
 		ts = []tenants.Token{}
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": ts, "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(ts))
 }
 
 // apiRevokeToken is DELETE /api/v1/tokens/{id}: revoked at once (401 on

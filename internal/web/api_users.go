@@ -48,7 +48,7 @@ func (s *Server) apiListUsers(w http.ResponseWriter, r *http.Request) {
 	for _, u := range us {
 		items = append(items, withInvitation(toAPIUser(u), invited))
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(items))
 }
 
 func withInvitation(u APIUser, invited map[string]*time.Time) APIUser {
@@ -85,11 +85,7 @@ func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 // working); 409 for one who has.
 func (s *Server) apiInviteUser(w http.ResponseWriter, r *http.Request) {
 	l, err := s.Tenants.Invite(r.Context(), Tenant(r), chi.URLParam(r, "id"), nil)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusCreated, map[string]any{"user_id": l.UserID, "expires_at": l.ExpiresAt})
+	s.writeResult(w, r, http.StatusCreated, map[string]any{"user_id": l.UserID, "expires_at": l.ExpiresAt}, err)
 }
 
 // apiPatchUser is PATCH /api/v1/users/{id} {"name"?,"role"?,"active"?}.
@@ -101,11 +97,7 @@ func (s *Server) apiPatchUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), id, p)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, toAPIUser(u))
+	s.writeResult(w, r, http.StatusOK, toAPIUser(u), err)
 }
 
 // apiDeleteUser is DELETE /api/v1/users/{id}: the user leaves this tenant.

@@ -105,3 +105,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// writeResult answers a handler's one call: err as a problem, else v as JSON
+// with status.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, status, v)
+}
+
+// listBody is the body of a list the API sends whole: it has no next page.
+func listBody(items any) map[string]any {
+	return map[string]any{"items": items, "next_cursor": nil}
+}
