@@ -66,11 +66,7 @@ func (s *Server) endpointsList(w http.ResponseWriter, r *http.Request, form epvi
 
 func (s *Server) uiEndpoints(w http.ResponseWriter, r *http.Request) {
 	v, err := s.endpointsList(w, r, epviews.Form{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, epviews.List(v))
+	s.renderResult(w, r, http.StatusOK, epviews.List(v), err)
 }
 
 // uiCreateEndpoint answers with the page itself: the secret is shown this

@@ -250,9 +250,5 @@ func (s *Server) uiImportStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, importviews.Status(importItem(iv)))
+	s.renderResult(w, r, http.StatusOK, importviews.Status(importItem(iv)), err)
 }

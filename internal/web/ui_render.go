@@ -58,6 +58,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	}
 }
 
+// renderResult renders c, or err's error page when the view behind c
+// could not be read.
+func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int, c templ.Component, err error) {
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, status, c)
+}
+
 // page builds the chrome of a signed-in page: user, tenant, active tab,
 // the flash left by the previous POST and, for admins, open alerts.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active string) layouts.Page {

@@ -41,11 +41,7 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 
 func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request) {
 	v, err := s.usersView(w, r, settings.UserForm{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, settings.Users(v))
+	s.renderResult(w, r, http.StatusOK, settings.Users(v), err)
 }
 
 func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
@@ -286,11 +282,7 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 
 func (s *Server) uiTokens(w http.ResponseWriter, r *http.Request) {
 	v, err := s.tokensView(w, r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, settings.Tokens(v))
+	s.renderResult(w, r, http.StatusOK, settings.Tokens(v), err)
 }
 
 // uiCreateToken answers with the page itself (no redirect): the new token

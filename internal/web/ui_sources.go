@@ -48,11 +48,7 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 
 func (s *Server) uiSources(w http.ResponseWriter, r *http.Request) {
 	v, err := s.sourcesView(w, r, srcviews.Form{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, srcviews.List(v))
+	s.renderResult(w, r, http.StatusOK, srcviews.List(v), err)
 }
 
 // uiCreateSource answers with the new source's page (no redirect): its
@@ -113,11 +109,7 @@ func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rerenderSources(w http.ResponseWriter, r *http.Request, f srcviews.Form) {
 	v, err := s.sourcesView(nil, r, f)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusUnprocessableEntity, srcviews.List(v))
+	s.renderResult(w, r, http.StatusUnprocessableEntity, srcviews.List(v), err)
 }
 
 func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
