@@ -69,7 +69,7 @@ func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.DeliveryOps.ReprocessSource(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.State)
-	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
+	s.writeQueued(w, r, n, err)
 }
 
 // MaxPreview bounds a preview's limit.

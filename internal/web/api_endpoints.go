@@ -52,11 +52,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := s.Events.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Events.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }
 
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +128,7 @@ func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
+	s.writeQueued(w, r, n, err)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -170,5 +166,5 @@ func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
+	s.writeQueued(w, r, n, err)
 }

@@ -67,9 +67,5 @@ func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiDeleteForm(w http.ResponseWriter, r *http.Request) {
-	if err := s.Forms.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Forms.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }

@@ -97,12 +97,7 @@ func importAccepted(v imports.View) (idempotency.Response, error) {
 
 // apiGetImport is GET /api/v1/imports/{id}: state, progress and counts.
 func (s *Server) apiGetImport(w http.ResponseWriter, r *http.Request) {
-	id, err := importID(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	v, err := s.Imports.Get(r.Context(), Tenant(r), id)
+	_, v, err := urlImport(r, Tenant(r), s.Imports.Get)
 	s.writeResult(w, r, http.StatusOK, v, err)
 }
 
@@ -175,4 +170,16 @@ func importID(r *http.Request) (string, error) {
 		return "", apperr.New(apperr.NotFound, "import not found")
 	}
 	return id, nil
+}
+
+// urlImport reads the import the URL's {id} names with get (Imports.Get
+// or Imports.Preview); an id that is none is not found.
+func urlImport[T any](r *http.Request, tenantID string, get func(ctx context.Context, tenantID, id string) (T, error)) (string, T, error) {
+	id, err := importID(r)
+	if err != nil {
+		var none T
+		return "", none, err
+	}
+	v, err := get(r.Context(), tenantID, id)
+	return id, v, err
 }

@@ -67,7 +67,7 @@ func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	s.answerJSON(w, r, rules, err)
+	s.writeResult(w, r, http.StatusOK, rules, err)
 }
 
 // putAlertRules overlays the fields sent on the current rules (absent
@@ -88,7 +88,7 @@ func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
 	}
 	rules.SourceID = src.ID
 	out, err := s.Monitor.SetRules(r.Context(), Tenant(r), rules, actor(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
@@ -97,14 +97,14 @@ func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.Monitor.ResetRules(r.Context(), Tenant(r), src.ID)
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 // getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
 // sla_breach rule.
 func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	s.answerJSON(w, r, rules, err)
+	s.writeResult(w, r, http.StatusOK, rules, err)
 }
 
 // putSLARule overlays the fields sent on the current sla_breach rule.
@@ -119,12 +119,12 @@ func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 func (s *Server) resetSLARule(w http.ResponseWriter, r *http.Request) {
 	out, err := s.Monitor.ResetSLARules(r.Context(), Tenant(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 // actor names the principal for audit columns: a user id, or the token.
@@ -180,5 +180,5 @@ func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
 // ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.
 func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Monitor.Ack(r.Context(), Tenant(r), chi.URLParam(r, "id"), actor(r))
-	s.answerJSON(w, r, a, err)
+	s.writeResult(w, r, http.StatusOK, a, err)
 }

@@ -151,12 +151,3 @@ func (s *Server) answerSource(w http.ResponseWriter, r *http.Request, src source
 	}
 	WriteJSON(w, http.StatusOK, v)
 }
-
-// answerJSON answers v as 200 JSON, or err.
-func (s *Server) answerJSON(w http.ResponseWriter, r *http.Request, v any, err error) {
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, v)
-}

@@ -69,9 +69,5 @@ func (s *Server) apiListTokens(w http.ResponseWriter, r *http.Request) {
 // apiRevokeToken is DELETE /api/v1/tokens/{id}: revoked at once (401 on
 // its next use); revoking again is a no-op.
 func (s *Server) apiRevokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.Tenants.RevokeToken(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Tenants.RevokeToken(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }

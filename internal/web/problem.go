@@ -116,6 +116,20 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, status int,
 	WriteJSON(w, status, v)
 }
 
+// writeNoContent answers 204, or err as a problem.
+func (s *Server) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeQueued answers 202 with how many deliveries were queued, or err.
+func (s *Server) writeQueued(w http.ResponseWriter, r *http.Request, n int, err error) {
+	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
+}
+
 // listBody is the body of a list the API sends whole: it has no next page.
 func listBody(items any) map[string]any {
 	return map[string]any{"items": items, "next_cursor": nil}

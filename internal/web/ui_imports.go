@@ -140,12 +140,7 @@ func (s *Server) uiImport(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) importPage(w http.ResponseWriter, r *http.Request, status int, problem string, chosen map[string]string) {
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
+	id, iv, err := urlImport(r, sess.Tenant.ID, s.Imports.Get)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -205,12 +200,7 @@ func fieldLabel(f string) string {
 // index>=field) and the natural key's column index.
 func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	p, err := s.Imports.Preview(r.Context(), sess.Tenant.ID, id)
+	id, p, err := urlImport(r, sess.Tenant.ID, s.Imports.Preview)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -244,11 +234,6 @@ func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
 // uiImportStatus is GET /imports/{id}/status: the progress fragment htmx polls.
 func (s *Server) uiImportStatus(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
+	_, iv, err := urlImport(r, sess.Tenant.ID, s.Imports.Get)
 	s.renderResult(w, r, http.StatusOK, importviews.Status(importItem(iv)), err)
 }

@@ -152,14 +152,9 @@ func (s *Server) uiUserAway(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
-	sess, id, ok := s.userForm(w, r)
+	// An admin demoting themselves could leave nobody to undo it.
+	sess, id, ok := s.otherUserForm(w, r, "You cannot change your own role; ask another admin.")
 	if !ok {
-		return
-	}
-	if id == sess.User.ID {
-		// An admin demoting themselves could leave nobody to undo it.
-		s.setFlash(w, r, "You cannot change your own role; ask another admin.")
-		seeOther(w, r, "/settings/users")
 		return
 	}
 	role := r.PostFormValue("role")
@@ -186,6 +181,18 @@ func (s *Server) userForm(w http.ResponseWriter, r *http.Request) (*uiSession, s
 	return sessionFrom(r.Context()), id, true
 }
 
+// otherUserForm is userForm for a change an admin may not make to their
+// own account: on their own id it answers with refusal.
+func (s *Server) otherUserForm(w http.ResponseWriter, r *http.Request, refusal string) (*uiSession, string, bool) {
+	sess, id, ok := s.userForm(w, r)
+	if ok && id == sess.User.ID {
+		s.setFlash(w, r, refusal)
+		seeOther(w, r, "/settings/users")
+		return nil, "", false
+	}
+	return sess, id, ok
+}
+
 func roleWord(r string) string {
 	if r == tenants.RoleAdmin {
 		return "an admin"
@@ -194,13 +201,8 @@ func roleWord(r string) string {
 }
 
 func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
-	sess, id, ok := s.userForm(w, r)
+	sess, id, ok := s.otherUserForm(w, r, "You cannot disable yourself; ask another admin.")
 	if !ok {
-		return
-	}
-	if id == sess.User.ID {
-		s.setFlash(w, r, "You cannot disable yourself; ask another admin.")
-		seeOther(w, r, "/settings/users")
 		return
 	}
 	disable := r.PostFormValue("disabled") == "true"
