@@ -55,9 +55,7 @@ func (s *Server) endpointsList(w http.ResponseWriter, r *http.Request, form epvi
 	for _, ep := range eps {
 		v.Endpoints = append(v.Endpoints, endpointView(ep))
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	if v.Form.Events == nil && v.Form.URL == "" {
 		v.Form.Events = []string{events.LeadCreated, events.LeadStatusChanged}
 	}

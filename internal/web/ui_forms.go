@@ -177,6 +177,16 @@ func (s *Server) uiSaveForm(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/forms/"+f.ID)
 }
 
+// typedJSON is the builder's raw JSON value as a T; nil when it is absent,
+// null or not a T.
+func typedJSON[T any](raw json.RawMessage) *T {
+	var v T
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return &v
+}
+
 // typedForm is the saved form with the builder's unsaved input over it
 // (to re-render what was typed, or to preview it).
 func typedForm(f forms.Form, in forms.Input) forms.Form {
@@ -186,26 +196,15 @@ func typedForm(f forms.Form, in forms.Input) forms.Form {
 	if in.Fields != nil {
 		f.Fields = *in.Fields
 	}
-	f.Consent = nil
-	if len(in.Consent) > 0 && string(in.Consent) != "null" {
-		var c forms.ConsentDef
-		if json.Unmarshal(in.Consent, &c) == nil {
-			f.Consent = &c
-		}
-	}
+	f.Consent = typedJSON[forms.ConsentDef](in.Consent)
 	if in.Success != nil {
 		f.Success = *in.Success
 	}
 	if in.AllowedOrigins != nil {
 		f.AllowedOrigins = *in.AllowedOrigins
 	}
-	f.Captcha = nil
-	if len(in.Captcha) > 0 && string(in.Captcha) != "null" {
-		var c forms.Captcha
-		if json.Unmarshal(in.Captcha, &c) == nil {
-			c.Secret = ""
-			f.Captcha = &c
-		}
+	if f.Captcha = typedJSON[forms.Captcha](in.Captcha); f.Captcha != nil {
+		f.Captcha.Secret = ""
 	}
 	if in.Limits != nil {
 		f.Limits = *in.Limits

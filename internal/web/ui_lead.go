@@ -60,9 +60,7 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	v.Lead = one[0]
 	v.Lead.AssignedByRule, _ = assignedBy(tl, v.Lead.OwnerID)
 	v.Payload, v.PayloadCut = leadviews.PayloadTokens(l.Payload)
-	if v.Note.Key == "" {
-		v.Note.Key = newFormKey()
-	}
+	v.Note.Key = keepFormKey(v.Note.Key)
 	v.Owners = []components.Option{{Value: "", Label: "Unassigned"}}
 	for _, u := range dir.users {
 		if u.DisabledAt != nil && u.ID != v.Lead.OwnerID {

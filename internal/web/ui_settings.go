@@ -33,9 +33,7 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 			Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt, IsYou: u.ID == sess.User.ID,
 			Invited: inv, InviteUntil: until, AwayUntil: u.AwayUntil})
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	return v, nil
 }
 

@@ -40,9 +40,7 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 		row.Health = health[src.ID]
 		v.Rows = append(v.Rows, row)
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	return v, nil
 }
 
