@@ -42,13 +42,9 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var in events.PatchInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	ep, err := s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeResult(w, r, http.StatusOK, ep, err)
+	decodeAndWrite(s, w, r, func(in events.PatchInput) (events.Endpoint, error) {
+		return s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	})
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {

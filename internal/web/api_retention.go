@@ -16,11 +16,7 @@ func (s *Server) apiGetRetention(w http.ResponseWriter, r *http.Request) {
 // {"delivery_payload_days","dead_letter_days","event_days"}; a field left
 // out keeps its value.
 func (s *Server) apiPutRetention(w http.ResponseWriter, r *http.Request) {
-	var in retention.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	st, err := s.Retention.Set(r.Context(), Tenant(r), in)
-	s.writeResult(w, r, http.StatusOK, st, err)
+	decodeAndWrite(s, w, r, func(in retention.Input) (retention.Settings, error) {
+		return s.Retention.Set(r.Context(), Tenant(r), in)
+	})
 }

@@ -92,14 +92,10 @@ func (s *Server) apiInviteUser(w http.ResponseWriter, r *http.Request) {
 
 // apiPatchUser is PATCH /api/v1/users/{id} {"name"?,"role"?,"active"?}.
 func (s *Server) apiPatchUser(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	var p tenants.UserPatch
-	if err := DecodeJSON(w, r, &p); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), id, p)
-	s.writeResult(w, r, http.StatusOK, toAPIUser(u), err)
+	decodeAndWrite(s, w, r, func(p tenants.UserPatch) (APIUser, error) {
+		u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), chi.URLParam(r, "id"), p)
+		return toAPIUser(u), err
+	})
 }
 
 // apiDeleteUser is DELETE /api/v1/users/{id}: the user leaves this tenant.

@@ -116,6 +116,18 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, status int,
 	WriteJSON(w, status, v)
 }
 
+// decodeAndWrite answers a request whose JSON body is call's one input:
+// the body decoded into an In (DecodeJSON), then call's result as 200 JSON.
+func decodeAndWrite[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, call func(in In) (Out, error)) {
+	var in In
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	out, err := call(in)
+	s.writeResult(w, r, http.StatusOK, out, err)
+}
+
 // writeNoContent answers 204, or err as a problem.
 func (s *Server) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
