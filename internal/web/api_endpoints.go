@@ -139,9 +139,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if v.Deliveries == nil {
-		v.Deliveries = []events.DeliveryRow{}
-	}
+	v.Deliveries = nonNil(v.Deliveries)
 	WriteJSON(w, http.StatusOK, v)
 }
 

@@ -13,13 +13,8 @@ import (
 
 func (s *Server) apiCreateForm(w http.ResponseWriter, r *http.Request) {
 	var in forms.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	f, err := s.Forms.Create(r.Context(), Tenant(r), slug, in)
@@ -53,13 +48,8 @@ func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
 	var in forms.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	f, err := s.Forms.Patch(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"), in)

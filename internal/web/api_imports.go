@@ -105,14 +105,7 @@ func (s *Server) apiGetImport(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiListImports(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	vs, err := s.Imports.List(r.Context(), Tenant(r), limit)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if vs == nil {
-		vs = []imports.View{}
-	}
-	WriteJSON(w, http.StatusOK, listBody(vs))
+	s.writeResult(w, r, http.StatusOK, listBody(nonNil(vs)), err)
 }
 
 // apiImportErrors is GET /api/v1/imports/{id}/errors (and errors.csv): the

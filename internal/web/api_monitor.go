@@ -142,14 +142,10 @@ func actor(r *http.Request) string {
 // listAlerts is GET /api/v1/alerts?state=open|resolved|all&limit=&cursor=.
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"}))
-			return
-		}
-		limit = n
+	limit, err := positiveLimit(q, "must be between 1 and 200")
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
 	}
 	items, next, err := s.Monitor.Alerts(r.Context(), Tenant(r), q.Get("state"), q.Get("cursor"), limit)
 	if err != nil {

@@ -14,6 +14,22 @@ func (s *Server) tenantSlug(r *http.Request) (string, error) {
 	return t.Slug, err
 }
 
+// decodeWithSlug decodes the body into in and reads the tenant's slug (a
+// form's and a source's public URLs carry it); false when it has answered
+// with the problem.
+func (s *Server) decodeWithSlug(w http.ResponseWriter, r *http.Request, in any) (string, bool) {
+	err := DecodeJSON(w, r, in)
+	slug := ""
+	if err == nil {
+		slug, err = s.tenantSlug(r)
+	}
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return "", false
+	}
+	return slug, true
+}
+
 func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	slug, err := s.tenantSlug(r)
 	if err != nil {
@@ -39,13 +55,8 @@ func (s *Server) listSourceKinds(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	var in sources.CreateInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	src, secret, err := s.Sources.Create(r.Context(), Tenant(r), in)

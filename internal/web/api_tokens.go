@@ -56,14 +56,7 @@ func (s *Server) apiCreateToken(w http.ResponseWriter, r *http.Request) {
 // apiListTokens is GET /api/v1/tokens (never the tokens themselves).
 func (s *Server) apiListTokens(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.Tenants.Tokens(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if ts == nil {
-		ts = []tenants.Token{}
-	}
-	WriteJSON(w, http.StatusOK, listBody(ts))
+	s.writeResult(w, r, http.StatusOK, listBody(nonNil(ts)), err)
 }
 
 // apiRevokeToken is DELETE /api/v1/tokens/{id}: revoked at once (401 on

@@ -142,6 +142,14 @@ func (s *Server) writeQueued(w http.ResponseWriter, r *http.Request, n int, err 
 	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
 }
 
+// nonNil is items, or an empty list for none: JSON [] rather than null.
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}
+
 // listBody is the body of a list the API sends whole: it has no next page.
 func listBody(items any) map[string]any {
 	return map[string]any{"items": items, "next_cursor": nil}
