@@ -118,14 +118,9 @@ func (s *Server) apiImportErrors(w http.ResponseWriter, r *http.Request) {
 	}
 	var cw *csv.Writer
 	var bw *bufio.Writer
-	start := func() error {
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="import-`+id+`-errors.csv"`)
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		bw = bufio.NewWriterSize(w, 32<<10)
-		cw = csv.NewWriter(bw)
-		return cw.Write([]string{"row", "reason", "data"})
+	start := func() (err error) {
+		bw, cw, err = startCSV(w, "import-"+id+"-errors.csv", 32<<10, []string{"row", "reason", "data"})
+		return err
 	}
 	err = s.Imports.Errors(r.Context(), Tenant(r), id, func(page []imports.ErrorRow) error {
 		if cw == nil {
