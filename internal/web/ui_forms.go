@@ -64,9 +64,14 @@ func (s *Server) uiCreateForm(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/forms/"+f.ID)
 }
 
-func (s *Server) uiFormBuilder(w http.ResponseWriter, r *http.Request) {
+// urlForm reads the signed-in tenant's form the URL's {id} names.
+func (s *Server) urlForm(r *http.Request) (forms.Form, error) {
 	sess := sessionFrom(r.Context())
-	f, err := s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+	return s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+}
+
+func (s *Server) uiFormBuilder(w http.ResponseWriter, r *http.Request) {
+	f, err := s.urlForm(r)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -215,8 +220,7 @@ func typedForm(f forms.Form, in forms.Input) forms.Form {
 // uiFormPreview renders the hosted page inside the builder's frame: the
 // saved form (GET) or the settings as typed (POST), nothing submittable.
 func (s *Server) uiFormPreview(w http.ResponseWriter, r *http.Request) {
-	sess := sessionFrom(r.Context())
-	f, err := s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+	f, err := s.urlForm(r)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -228,6 +232,7 @@ func (s *Server) uiFormPreview(w http.ResponseWriter, r *http.Request) {
 		}
 		f = typedForm(f, builderInput(r.PostForm))
 	}
+	sess := sessionFrom(r.Context())
 	p := forms.Page{TenantName: sess.Tenant.Name, TenantSlug: sess.Tenant.Slug, Form: f, Token: "preview"}
 	v := pageView(p, url.Values{}, nil, "", nil)
 	v.Preview = true
