@@ -63,10 +63,7 @@ func (s *Server) apiMergeLeads(ctx context.Context, r *http.Request, body []byte
 	}
 	p, _ := PrincipalFrom(ctx)
 	l, err := s.Leads.Merge(ctx, p.TenantID, id, p, ifMatch, in, idempotency.Once[leads.Lead]{Key: key, Respond: leadMerged})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return leadMerged(l)
+	return answerOnce(l, err, leadMerged)
 }
 
 // apiUnmergeLead is POST /api/v1/leads/{id}/unmerge {"lead_id"}: restores
