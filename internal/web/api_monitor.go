@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,12 +63,18 @@ func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
+	s.writeSourceRules(w, r, s.Monitor.Rules)
+}
+
+// writeSourceRules answers with the alert rules rules reads (or resets) for
+// the tenant's source the URL's {id} names.
+func (s *Server) writeSourceRules(w http.ResponseWriter, r *http.Request, rules func(ctx context.Context, tenantID, sourceID string) (monitor.Rules, error)) {
 	src, ok := s.routeSource(w, r)
 	if !ok {
 		return
 	}
-	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	s.writeResult(w, r, http.StatusOK, rules, err)
+	out, err := rules(r.Context(), Tenant(r), src.ID)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 // putAlertRules overlays the fields sent on the current rules (absent
@@ -78,12 +85,7 @@ func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if err := DecodeJSON(w, r, &rules); err != nil {
-		WriteError(w, r, s.Log, err)
+	if !s.decodeOver(w, r, &rules, err) {
 		return
 	}
 	rules.SourceID = src.ID
@@ -92,12 +94,21 @@ func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
-	src, ok := s.routeSource(w, r)
-	if !ok {
-		return
+	s.writeSourceRules(w, r, s.Monitor.ResetRules)
+}
+
+// decodeOver decodes the body over cur, the value as stored (err: reading
+// it failed), so that the fields a PUT leaves out keep their value; false
+// when it has answered with the problem.
+func (s *Server) decodeOver(w http.ResponseWriter, r *http.Request, cur any, err error) bool {
+	if err == nil {
+		err = DecodeJSON(w, r, cur)
 	}
-	out, err := s.Monitor.ResetRules(r.Context(), Tenant(r), src.ID)
-	s.writeResult(w, r, http.StatusOK, out, err)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return false
+	}
+	return true
 }
 
 // getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
@@ -110,12 +121,7 @@ func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
 // putSLARule overlays the fields sent on the current sla_breach rule.
 func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if err := DecodeJSON(w, r, &rules); err != nil {
-		WriteError(w, r, s.Log, err)
+	if !s.decodeOver(w, r, &rules, err) {
 		return
 	}
 	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
