@@ -45,9 +45,8 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		s.uiError(w, r, err)
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.LeadView{Lead: dir.leadView(l), Note: o.note, Error: o.problem, IsAdmin: sess.User.IsAdmin(),

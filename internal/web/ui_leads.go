@@ -52,6 +52,17 @@ type directory struct {
 	meta map[string]bool
 }
 
+// sessionDirectory is loadDirectory for the signed-in tenant; false when
+// it has answered with the error page.
+func (s *Server) sessionDirectory(w http.ResponseWriter, r *http.Request) (directory, bool) {
+	dir, err := s.loadDirectory(r.Context(), sessionFrom(r.Context()).Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return directory{}, false
+	}
+	return dir, true
+}
+
 func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory, error) {
 	us, err := s.Tenants.Users(ctx, tenantID)
 	if err != nil {
@@ -254,9 +265,8 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	iq := readInboxQuery(r.URL.Query(), sess.User.ID, sess.User.IsAdmin(), sess.User.Location(), now)
 	iq.filter.Limit, iq.filter.Cursor = inboxPageSize, r.URL.Query().Get("cursor")
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.InboxView{IsFirst: iq.filter.Cursor == "", Now: now, MeID: sess.User.ID, Views: leadviews.Views}

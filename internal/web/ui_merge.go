@@ -119,9 +119,8 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 		s.uiError(w, r, apperr.New(apperr.NotFound, "pick the lead to merge from the lead page"))
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.MergeView{Survivor: dir.leadView(sv), Version: sv.Version, Key: newFormKey(), Error: problem}

@@ -413,9 +413,8 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := alerts.ListView{State: state, Now: time.Now()}
