@@ -33,9 +33,5 @@ func (s *Server) adminCreateTenant(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminListTenants(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.Tenants.Tenants(r.Context())
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": ts, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(ts), err)
 }

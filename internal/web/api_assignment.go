@@ -10,25 +10,13 @@ import (
 // rules, in the order they are tried, and the first-response time.
 func (s *Server) apiGetAssignment(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Leads.Assignment(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a)
+	s.writeResult(w, r, http.StatusOK, a, err)
 }
 
 // apiPutAssignment is PUT /api/v1/assignment {"rules":[…],"first_response_minutes"}:
 // replaces the rules (docs/ARCHITECTURE.md, "Assignment and first response"); 422 names the offending fields.
 func (s *Server) apiPutAssignment(w http.ResponseWriter, r *http.Request) {
-	var in leads.Assignment
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	a, err := s.Leads.PutAssignment(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a)
+	decodeAndWrite(s, w, r, func(in leads.Assignment) (leads.Assignment, error) {
+		return s.Leads.PutAssignment(r.Context(), Tenant(r), in)
+	})
 }

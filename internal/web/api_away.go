@@ -19,9 +19,5 @@ func (s *Server) apiPutUserAway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := s.Tenants.SetAway(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.Until, time.Now())
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, toAPIUser(u))
+	s.writeResult(w, r, http.StatusOK, toAPIUser(u), err)
 }

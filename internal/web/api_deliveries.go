@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -37,6 +38,21 @@ func limitParam(r *http.Request, def, max int) (int, error) {
 	return n, nil
 }
 
+// positiveLimit reads ?limit= for a service that caps it itself: absent is
+// 0 (the service's default), anything but a whole number from 1 is invalid
+// with msg.
+func positiveLimit(q url.Values, msg string) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, apperr.InvalidFields(map[string]string{"limit": msg})
+	}
+	return n, nil
+}
+
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	limit, err := limitParam(r, 50, 200)
 	if err != nil {
@@ -49,19 +65,13 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if page.Items == nil {
-		page.Items = []webhooks.DeliveryItem{}
-	}
+	page.Items = nonNil(page.Items)
 	WriteJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) reprocessDelivery(w http.ResponseWriter, r *http.Request) {
 	d, err := s.DeliveryOps.Reprocess(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]string{"id": d.ID, "state": d.State})
+	s.writeResult(w, r, http.StatusAccepted, map[string]string{"id": d.ID, "state": d.State}, err)
 }
 
 func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
@@ -73,11 +83,7 @@ func (s *Server) reprocessSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.DeliveryOps.ReprocessSource(r.Context(), Tenant(r), chi.URLParam(r, "id"), in.State)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeQueued(w, r, n, err)
 }
 
 // MaxPreview bounds a preview's limit.
@@ -105,8 +111,6 @@ func (s *Server) previewSource(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if items == nil {
-		items = []webhooks.PreviewItem{}
-	}
+	items = nonNil(items)
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items})
 }

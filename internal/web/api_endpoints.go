@@ -12,11 +12,7 @@ import (
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Events.List(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(list), err)
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -37,11 +33,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	ep, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, ep)
+	s.writeResult(w, r, http.StatusOK, ep, err)
 }
 
 func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -50,25 +42,13 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var in events.PatchInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	ep, err := s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, ep)
+	decodeAndWrite(s, w, r, func(in events.PatchInput) (events.Endpoint, error) {
+		return s.Events.Patch(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+	})
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := s.Events.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Events.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }
 
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
@@ -111,18 +91,26 @@ func writePage[T any](w http.ResponseWriter, items []T, next string) {
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
 }
 
-func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
+// servePage answers a paged list: the query's cursor and limit (pageQuery)
+// go to list, and its page is written.
+func servePage[T any](s *Server, w http.ResponseWriter, r *http.Request, list func(cursor string, limit int) ([]T, string, error)) {
 	cursor, limit, err := pageQuery(r)
 	if err == nil {
-		var items []events.Attempt
+		var items []T
 		var next string
-		items, next, err = s.Events.Attempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+		items, next, err = list(cursor, limit)
 		if err == nil {
 			writePage(w, items, next)
 			return
 		}
 	}
 	WriteError(w, r, s.Log, err)
+}
+
+func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, func(cursor string, limit int) ([]events.Attempt, string, error) {
+		return s.Events.Attempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+	})
 }
 
 func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -136,25 +124,13 @@ func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeQueued(w, r, n, err)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	cursor, limit, err := pageQuery(r)
-	if err == nil {
-		var items []events.EventView
-		var next string
-		items, next, err = s.Events.Events(r.Context(), Tenant(r), r.URL.Query().Get("type"), cursor, limit)
-		if err == nil {
-			writePage(w, items, next)
-			return
-		}
-	}
-	WriteError(w, r, s.Log, err)
+	servePage(s, w, r, func(cursor string, limit int) ([]events.EventView, string, error) {
+		return s.Events.Events(r.Context(), Tenant(r), r.URL.Query().Get("type"), cursor, limit)
+	})
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
@@ -163,24 +139,14 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	if v.Deliveries == nil {
-		v.Deliveries = []events.DeliveryRow{}
-	}
+	v.Deliveries = nonNil(v.Deliveries)
 	WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
-	cursor, limit, err := pageQuery(r)
-	if err == nil {
-		var items []events.Attempt
-		var next string
-		items, next, err = s.Events.EventAttempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
-		if err == nil {
-			writePage(w, items, next)
-			return
-		}
-	}
-	WriteError(w, r, s.Log, err)
+	servePage(s, w, r, func(cursor string, limit int) ([]events.Attempt, string, error) {
+		return s.Events.EventAttempts(r.Context(), Tenant(r), chi.URLParam(r, "id"), cursor, limit)
+	})
 }
 
 func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
@@ -194,9 +160,5 @@ func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	s.writeQueued(w, r, n, err)
 }

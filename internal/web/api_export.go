@@ -68,13 +68,8 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, tenantID stri
 	row := make([]string, len(exportColumns))
 	err = s.Leads.Export(ctx, tenantID, f, func(page []leads.Lead) error {
 		if cw == nil { // the first page: the answer starts, errors can no longer become a problem document
-			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-			w.Header().Set("Content-Disposition", `attachment; filename="leads.csv"`)
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusOK)
-			bw = bufio.NewWriterSize(w, 64<<10)
-			cw = csv.NewWriter(bw)
-			if err := cw.Write(exportColumns); err != nil {
+			var err error
+			if bw, cw, err = startCSV(w, "leads.csv", 64<<10, exportColumns); err != nil {
 				return err
 			}
 		}
@@ -117,6 +112,18 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, tenantID stri
 		// body (no final newline after the last complete row is not promised).
 		s.Log.Error("lead export cut short", "tenant_id", tenantID, "err", err)
 	}
+}
+
+// startCSV starts a streamed CSV download: its headers and 200, then the
+// header row, through a buffer of bufSize bytes.
+func startCSV(w http.ResponseWriter, filename string, bufSize int, header []string) (*bufio.Writer, *csv.Writer, error) {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, bufSize)
+	cw := csv.NewWriter(bw)
+	return bw, cw, cw.Write(header)
 }
 
 func csvTime(t *time.Time) string {

@@ -13,13 +13,8 @@ import (
 
 func (s *Server) apiCreateForm(w http.ResponseWriter, r *http.Request) {
 	var in forms.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	f, err := s.Forms.Create(r.Context(), Tenant(r), slug, in)
@@ -38,11 +33,7 @@ func (s *Server) apiListForms(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.Forms.List(r.Context(), Tenant(r), slug)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": list, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(list), err)
 }
 
 func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
@@ -52,36 +43,19 @@ func (s *Server) apiGetForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.Forms.Get(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, f)
+	s.writeResult(w, r, http.StatusOK, f, err)
 }
 
 func (s *Server) apiPatchForm(w http.ResponseWriter, r *http.Request) {
 	var in forms.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	f, err := s.Forms.Patch(r.Context(), Tenant(r), slug, chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, f)
+	s.writeResult(w, r, http.StatusOK, f, err)
 }
 
 func (s *Server) apiDeleteForm(w http.ResponseWriter, r *http.Request) {
-	if err := s.Forms.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Forms.Delete(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }

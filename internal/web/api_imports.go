@@ -97,31 +97,15 @@ func importAccepted(v imports.View) (idempotency.Response, error) {
 
 // apiGetImport is GET /api/v1/imports/{id}: state, progress and counts.
 func (s *Server) apiGetImport(w http.ResponseWriter, r *http.Request) {
-	id, err := importID(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	v, err := s.Imports.Get(r.Context(), Tenant(r), id)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, v)
+	_, v, err := urlImport(r, Tenant(r), s.Imports.Get)
+	s.writeResult(w, r, http.StatusOK, v, err)
 }
 
 // apiListImports is GET /api/v1/imports: the latest imports, newest first.
 func (s *Server) apiListImports(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	vs, err := s.Imports.List(r.Context(), Tenant(r), limit)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if vs == nil {
-		vs = []imports.View{}
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": vs, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(nonNil(vs)), err)
 }
 
 // apiImportErrors is GET /api/v1/imports/{id}/errors (and errors.csv): the
@@ -134,14 +118,9 @@ func (s *Server) apiImportErrors(w http.ResponseWriter, r *http.Request) {
 	}
 	var cw *csv.Writer
 	var bw *bufio.Writer
-	start := func() error {
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="import-`+id+`-errors.csv"`)
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		bw = bufio.NewWriterSize(w, 32<<10)
-		cw = csv.NewWriter(bw)
-		return cw.Write([]string{"row", "reason", "data"})
+	start := func() (err error) {
+		bw, cw, err = startCSV(w, "import-"+id+"-errors.csv", 32<<10, []string{"row", "reason", "data"})
+		return err
 	}
 	err = s.Imports.Errors(r.Context(), Tenant(r), id, func(page []imports.ErrorRow) error {
 		if cw == nil {
@@ -179,4 +158,16 @@ func importID(r *http.Request) (string, error) {
 		return "", apperr.New(apperr.NotFound, "import not found")
 	}
 	return id, nil
+}
+
+// urlImport reads the import the URL's {id} names with get (Imports.Get
+// or Imports.Preview); an id that is none is not found.
+func urlImport[T any](r *http.Request, tenantID string, get func(ctx context.Context, tenantID, id string) (T, error)) (string, T, error) {
+	id, err := importID(r)
+	if err != nil {
+		var none T
+		return "", none, err
+	}
+	v, err := get(r.Context(), tenantID, id)
+	return id, v, err
 }

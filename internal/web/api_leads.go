@@ -34,6 +34,15 @@ func jsonResponse(status int, v any, header http.Header) (idempotency.Response, 
 	return idempotency.Response{Status: status, Header: header, Body: append(b, '\n')}, nil
 }
 
+// answerOnce is an idempotent write's answer: its error, or respond's
+// answer for v (the Respond a first attempt stored its answer with).
+func answerOnce[T any](v T, err error, respond func(T) (idempotency.Response, error)) (idempotency.Response, error) {
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return respond(v)
+}
+
 func leadCreated(l leads.Lead) (idempotency.Response, error) {
 	h := http.Header{}
 	h.Set("Location", "/api/v1/leads/"+l.ID)
@@ -52,10 +61,7 @@ func (s *Server) apiCreateLead(ctx context.Context, r *http.Request, body []byte
 	}
 	p, _ := PrincipalFrom(ctx)
 	l, err := s.Leads.Create(ctx, p.TenantID, p, in, idempotency.Once[leads.Lead]{Key: key, Respond: leadCreated})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return leadCreated(l)
+	return answerOnce(l, err, leadCreated)
 }
 
 func (s *Server) apiAddNote(ctx context.Context, r *http.Request, body []byte, key *idempotency.Key) (idempotency.Response, error) {
@@ -69,10 +75,7 @@ func (s *Server) apiAddNote(ctx context.Context, r *http.Request, body []byte, k
 	}
 	p, _ := PrincipalFrom(ctx)
 	n, err := s.Leads.AddNote(ctx, p.TenantID, leadID, p, text, idempotency.Once[leads.Note]{Key: key, Respond: noteCreated})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return noteCreated(n)
+	return answerOnce(n, err, noteCreated)
 }
 
 func (s *Server) apiGetLead(w http.ResponseWriter, r *http.Request) {
@@ -226,11 +229,7 @@ func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var next any
-	if page.NextCursor != "" {
-		next = page.NextCursor
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": page.Items, "next_cursor": next})
+	writePage(w, page.Items, page.NextCursor)
 }
 
 // leadFilter reads the filters of GET /api/v1/leads (and of its CSV
@@ -269,26 +268,15 @@ func (s *Server) apiBulkLeads(ctx context.Context, r *http.Request, body []byte,
 	}
 	p, _ := PrincipalFrom(ctx)
 	res, err := s.Leads.Bulk(ctx, p.TenantID, p, in, idempotency.Once[leads.BulkResult]{Key: key, Respond: bulkDone})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return bulkDone(res)
+	return answerOnce(res, err, bulkDone)
 }
 
 func (s *Server) apiListNotes(w http.ResponseWriter, r *http.Request) {
 	notes, err := s.Leads.Notes(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": notes, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(notes), err)
 }
 
 func (s *Server) apiLeadTimeline(w http.ResponseWriter, r *http.Request) {
 	items, err := s.Leads.Timeline(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
 }

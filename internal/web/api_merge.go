@@ -19,11 +19,7 @@ import (
 
 func (s *Server) apiLeadDuplicates(w http.ResponseWriter, r *http.Request) {
 	items, err := s.Leads.Duplicates(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
 }
 
 func leadMerged(l leads.Lead) (idempotency.Response, error) {
@@ -67,10 +63,7 @@ func (s *Server) apiMergeLeads(ctx context.Context, r *http.Request, body []byte
 	}
 	p, _ := PrincipalFrom(ctx)
 	l, err := s.Leads.Merge(ctx, p.TenantID, id, p, ifMatch, in, idempotency.Once[leads.Lead]{Key: key, Respond: leadMerged})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return leadMerged(l)
+	return answerOnce(l, err, leadMerged)
 }
 
 // apiUnmergeLead is POST /api/v1/leads/{id}/unmerge {"lead_id"}: restores

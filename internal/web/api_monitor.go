@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,20 +59,22 @@ func (s *Server) sourceStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	buckets, err := s.Monitor.Stats(r.Context(), Tenant(r), src.ID, from, to, step)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"buckets": buckets})
+	s.writeResult(w, r, http.StatusOK, map[string]any{"buckets": buckets}, err)
 }
 
 func (s *Server) getAlertRules(w http.ResponseWriter, r *http.Request) {
+	s.writeSourceRules(w, r, s.Monitor.Rules)
+}
+
+// writeSourceRules answers with the alert rules rules reads (or resets) for
+// the tenant's source the URL's {id} names.
+func (s *Server) writeSourceRules(w http.ResponseWriter, r *http.Request, rules func(ctx context.Context, tenantID, sourceID string) (monitor.Rules, error)) {
 	src, ok := s.routeSource(w, r)
 	if !ok {
 		return
 	}
-	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	s.answerJSON(w, r, rules, err)
+	out, err := rules(r.Context(), Tenant(r), src.ID)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 // putAlertRules overlays the fields sent on the current rules (absent
@@ -82,53 +85,52 @@ func (s *Server) putAlertRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rules, err := s.Monitor.Rules(r.Context(), Tenant(r), src.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if err := DecodeJSON(w, r, &rules); err != nil {
-		WriteError(w, r, s.Log, err)
+	if !s.decodeOver(w, r, &rules, err) {
 		return
 	}
 	rules.SourceID = src.ID
 	out, err := s.Monitor.SetRules(r.Context(), Tenant(r), rules, actor(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 func (s *Server) resetAlertRules(w http.ResponseWriter, r *http.Request) {
-	src, ok := s.routeSource(w, r)
-	if !ok {
-		return
+	s.writeSourceRules(w, r, s.Monitor.ResetRules)
+}
+
+// decodeOver decodes the body over cur, the value as stored (err: reading
+// it failed), so that the fields a PUT leaves out keep their value; false
+// when it has answered with the problem.
+func (s *Server) decodeOver(w http.ResponseWriter, r *http.Request, cur any, err error) bool {
+	if err == nil {
+		err = DecodeJSON(w, r, cur)
 	}
-	out, err := s.Monitor.ResetRules(r.Context(), Tenant(r), src.ID)
-	s.answerJSON(w, r, out, err)
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return false
+	}
+	return true
 }
 
 // getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
 // sla_breach rule.
 func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	s.answerJSON(w, r, rules, err)
+	s.writeResult(w, r, http.StatusOK, rules, err)
 }
 
 // putSLARule overlays the fields sent on the current sla_breach rule.
 func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if err := DecodeJSON(w, r, &rules); err != nil {
-		WriteError(w, r, s.Log, err)
+	if !s.decodeOver(w, r, &rules, err) {
 		return
 	}
 	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 func (s *Server) resetSLARule(w http.ResponseWriter, r *http.Request) {
 	out, err := s.Monitor.ResetSLARules(r.Context(), Tenant(r))
-	s.answerJSON(w, r, out, err)
+	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
 // actor names the principal for audit columns: a user id, or the token.
@@ -146,25 +148,17 @@ func actor(r *http.Request) string {
 // listAlerts is GET /api/v1/alerts?state=open|resolved|all&limit=&cursor=.
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be between 1 and 200"}))
-			return
-		}
-		limit = n
+	limit, err := positiveLimit(q, "must be between 1 and 200")
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
 	}
 	items, next, err := s.Monitor.Alerts(r.Context(), Tenant(r), q.Get("state"), q.Get("cursor"), limit)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var nc any
-	if next != "" {
-		nc = next
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nc})
+	writePage(w, items, next)
 }
 
 // getAlert is one alert with its history.
@@ -188,5 +182,5 @@ func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
 // ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.
 func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Monitor.Ack(r.Context(), Tenant(r), chi.URLParam(r, "id"), actor(r))
-	s.answerJSON(w, r, a, err)
+	s.writeResult(w, r, http.StatusOK, a, err)
 }

@@ -29,8 +29,5 @@ func leadErased(e privacy.Erased) (idempotency.Response, error) {
 func (s *Server) apiEraseLead(ctx context.Context, r *http.Request, _ []byte, key *idempotency.Key) (idempotency.Response, error) {
 	p, _ := PrincipalFrom(ctx)
 	e, err := s.Privacy.Erase(ctx, p.TenantID, chi.URLParam(r, "id"), idempotency.Once[privacy.Erased]{Key: key, Respond: leadErased})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return leadErased(e)
+	return answerOnce(e, err, leadErased)
 }

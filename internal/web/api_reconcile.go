@@ -2,11 +2,9 @@ package web
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
-	"leadpipe/internal/apperr"
 	"leadpipe/internal/reconcile"
 )
 
@@ -27,14 +25,10 @@ func (s *Server) triggerReconcile(w http.ResponseWriter, r *http.Request) {
 // newest first.
 func (s *Server) listReconcileRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			WriteError(w, r, s.Log, apperr.InvalidFields(map[string]string{"limit": "must be a whole number from 1 to 100"}))
-			return
-		}
-		limit = n
+	limit, err := positiveLimit(q, "must be a whole number from 1 to 100")
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
 	}
 	page, err := s.Reconcile.ListRuns(r.Context(), Tenant(r), chi.URLParam(r, "id"), limit, q.Get("cursor"))
 	if err != nil {
@@ -45,9 +39,5 @@ func (s *Server) listReconcileRuns(w http.ResponseWriter, r *http.Request) {
 	for _, run := range page.Items {
 		items = append(items, run.View())
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+	writePage(w, items, page.NextCursor)
 }

@@ -19,9 +19,5 @@ func (s *Server) listRejections(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, err := s.Rejections.List(r.Context(), Tenant(r), src.ID, limit)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
 }

@@ -9,26 +9,14 @@ import (
 // apiGetRetention is GET /api/v1/settings/retention.
 func (s *Server) apiGetRetention(w http.ResponseWriter, r *http.Request) {
 	st, err := s.Retention.Get(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	s.writeResult(w, r, http.StatusOK, st, err)
 }
 
 // apiPutRetention is PUT /api/v1/settings/retention
 // {"delivery_payload_days","dead_letter_days","event_days"}; a field left
 // out keeps its value.
 func (s *Server) apiPutRetention(w http.ResponseWriter, r *http.Request) {
-	var in retention.Input
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	st, err := s.Retention.Set(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	decodeAndWrite(s, w, r, func(in retention.Input) (retention.Settings, error) {
+		return s.Retention.Set(r.Context(), Tenant(r), in)
+	})
 }

@@ -14,6 +14,22 @@ func (s *Server) tenantSlug(r *http.Request) (string, error) {
 	return t.Slug, err
 }
 
+// decodeWithSlug decodes the body into in and reads the tenant's slug (a
+// form's and a source's public URLs carry it); false when it has answered
+// with the problem.
+func (s *Server) decodeWithSlug(w http.ResponseWriter, r *http.Request, in any) (string, bool) {
+	err := DecodeJSON(w, r, in)
+	slug := ""
+	if err == nil {
+		slug, err = s.tenantSlug(r)
+	}
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return "", false
+	}
+	return slug, true
+}
+
 func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	slug, err := s.tenantSlug(r)
 	if err != nil {
@@ -29,23 +45,18 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	for _, src := range list {
 		items = append(items, s.Sources.View(slug, src))
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(items))
 }
 
 // listSourceKinds is the source catalog (GET /api/v1/source-kinds).
 func (s *Server) listSourceKinds(w http.ResponseWriter, r *http.Request) {
-	WriteJSON(w, http.StatusOK, map[string]any{"items": kinds.Catalog(), "next_cursor": nil})
+	WriteJSON(w, http.StatusOK, listBody(kinds.Catalog()))
 }
 
 func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 	var in sources.CreateInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	slug, err := s.tenantSlug(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
+	slug, ok := s.decodeWithSlug(w, r, &in)
+	if !ok {
 		return
 	}
 	src, secret, err := s.Sources.Create(r.Context(), Tenant(r), in)
@@ -148,15 +159,6 @@ func (s *Server) answerSource(w http.ResponseWriter, r *http.Request, src source
 		v.Secret = secret
 		v.SecretWebhookURL = secretWebhookURL(v, secret)
 		w.Header().Set("Cache-Control", "no-store")
-	}
-	WriteJSON(w, http.StatusOK, v)
-}
-
-// answerJSON answers v as 200 JSON, or err.
-func (s *Server) answerJSON(w http.ResponseWriter, r *http.Request, v any, err error) {
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
 	}
 	WriteJSON(w, http.StatusOK, v)
 }

@@ -56,22 +56,11 @@ func (s *Server) apiCreateToken(w http.ResponseWriter, r *http.Request) {
 // apiListTokens is GET /api/v1/tokens (never the tokens themselves).
 func (s *Server) apiListTokens(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.Tenants.Tokens(r.Context(), Tenant(r))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	if ts == nil {
-		ts = []tenants.Token{}
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": ts, "next_cursor": nil})
+	s.writeResult(w, r, http.StatusOK, listBody(nonNil(ts)), err)
 }
 
 // apiRevokeToken is DELETE /api/v1/tokens/{id}: revoked at once (401 on
 // its next use); revoking again is a no-op.
 func (s *Server) apiRevokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.Tenants.RevokeToken(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Tenants.RevokeToken(r.Context(), Tenant(r), chi.URLParam(r, "id")))
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -39,22 +40,23 @@ func (s *Server) apiListUsers(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	invited, err := s.Tenants.Invitations(r.Context(), Tenant(r))
+	items, err := s.apiUsers(r.Context(), Tenant(r), us...)
+	s.writeResult(w, r, http.StatusOK, listBody(items), err)
+}
+
+// apiUsers are us as the API shows them, each with its open invitation.
+func (s *Server) apiUsers(ctx context.Context, tenantID string, us ...tenants.User) ([]APIUser, error) {
+	invited, err := s.Tenants.Invitations(ctx, tenantID)
 	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+		return nil, err
 	}
 	items := make([]APIUser, 0, len(us))
 	for _, u := range us {
-		items = append(items, withInvitation(toAPIUser(u), invited))
+		v := toAPIUser(u)
+		v.InvitationExpiresAt, v.Invited = invited[u.ID]
+		items = append(items, v)
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
-}
-
-func withInvitation(u APIUser, invited map[string]*time.Time) APIUser {
-	until, ok := invited[u.ID]
-	u.Invited, u.InvitationExpiresAt = ok, until
-	return u
+	return items, nil
 }
 
 // apiCreateUser is POST /api/v1/users {"email","name","role","password"?}:
@@ -71,13 +73,13 @@ func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	invited, err := s.Tenants.Invitations(r.Context(), Tenant(r))
+	items, err := s.apiUsers(r.Context(), Tenant(r), u)
 	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/users/"+u.ID)
-	WriteJSON(w, http.StatusCreated, withInvitation(toAPIUser(u), invited))
+	WriteJSON(w, http.StatusCreated, items[0])
 }
 
 // apiInviteUser is POST /api/v1/users/{id}/invitation: a new invitation
@@ -85,35 +87,19 @@ func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 // working); 409 for one who has.
 func (s *Server) apiInviteUser(w http.ResponseWriter, r *http.Request) {
 	l, err := s.Tenants.Invite(r.Context(), Tenant(r), chi.URLParam(r, "id"), nil)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusCreated, map[string]any{"user_id": l.UserID, "expires_at": l.ExpiresAt})
+	s.writeResult(w, r, http.StatusCreated, map[string]any{"user_id": l.UserID, "expires_at": l.ExpiresAt}, err)
 }
 
 // apiPatchUser is PATCH /api/v1/users/{id} {"name"?,"role"?,"active"?}.
 func (s *Server) apiPatchUser(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	var p tenants.UserPatch
-	if err := DecodeJSON(w, r, &p); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), id, p)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, toAPIUser(u))
+	decodeAndWrite(s, w, r, func(p tenants.UserPatch) (APIUser, error) {
+		u, err := s.Tenants.UpdateUser(r.Context(), Tenant(r), chi.URLParam(r, "id"), p)
+		return toAPIUser(u), err
+	})
 }
 
 // apiDeleteUser is DELETE /api/v1/users/{id}: the user leaves this tenant.
 func (s *Server) apiDeleteUser(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if err := s.Tenants.DeleteUser(r.Context(), Tenant(r), id); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.Tenants.DeleteUser(r.Context(), Tenant(r), id))
 }

@@ -56,14 +56,7 @@ func StatusOf(code apperr.Code) int {
 // and shown as a generic message; an unreachable database is a 503 with
 // Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var e *apperr.Error
-	if !errors.As(err, &e) {
-		if apperr.IsUnavailable(err) {
-			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
-		} else {
-			e = apperr.Wrap(apperr.Internal, err, "internal error")
-		}
-	}
+	e := asAppError(err)
 	status := StatusOf(e.Code)
 	if status >= 500 && log != nil {
 		log.ErrorContext(r.Context(), "request failed", "err", err, "status", status)
@@ -74,6 +67,19 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		}
 	}
 	WriteProblem(w, r, status, e.Message, e.Fields)
+}
+
+// asAppError is err as a domain error; anything else is Unavailable when the
+// database did not answer, else Internal (its message never shown).
+func asAppError(err error) *apperr.Error {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if apperr.IsUnavailable(err) {
+		return apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
+	}
+	return apperr.Wrap(apperr.Internal, err, "internal error")
 }
 
 // WriteProblem writes a problem+json body with the given status.
@@ -98,4 +104,53 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeResult answers a handler's one call: err as a problem, else v as JSON
+// with status.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	WriteJSON(w, status, v)
+}
+
+// decodeAndWrite answers a request whose JSON body is call's one input:
+// the body decoded into an In (DecodeJSON), then call's result as 200 JSON.
+func decodeAndWrite[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, call func(in In) (Out, error)) {
+	var in In
+	if err := DecodeJSON(w, r, &in); err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	out, err := call(in)
+	s.writeResult(w, r, http.StatusOK, out, err)
+}
+
+// writeNoContent answers 204, or err as a problem.
+func (s *Server) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeQueued answers 202 with how many deliveries were queued, or err.
+func (s *Server) writeQueued(w http.ResponseWriter, r *http.Request, n int, err error) {
+	s.writeResult(w, r, http.StatusAccepted, map[string]int{"queued": n}, err)
+}
+
+// nonNil is items, or an empty list for none: JSON [] rather than null.
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}
+
+// listBody is the body of a list the API sends whole: it has no next page.
+func listBody(items any) map[string]any {
+	return map[string]any{"items": items, "next_cursor": nil}
 }

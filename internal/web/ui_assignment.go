@@ -63,11 +63,7 @@ func (s *Server) uiAssignment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.assignmentView(w, r, a)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, settings.Assignment(v))
+	s.renderResult(w, r, http.StatusOK, settings.Assignment(v), err)
 }
 
 func (s *Server) assignmentView(w http.ResponseWriter, r *http.Request, a leads.Assignment) (settings.AssignmentView, error) {
@@ -348,11 +344,7 @@ func (s *Server) renderRuleForm(w http.ResponseWriter, r *http.Request, status i
 		ww = w // only a fresh page takes the flash
 	}
 	f, err := s.ruleForm(ww, r, f)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, status, settings.RuleEdit(f))
+	s.renderResult(w, r, status, settings.RuleEdit(f), err)
 }
 
 // uiNewRule is GET /settings/assignment/rules/new.

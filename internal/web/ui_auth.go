@@ -30,6 +30,30 @@ func parseForm(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// withForm parses the posted form (parseForm) before h runs; a form that
+// cannot be read gets the error page instead.
+func (s *Server) withForm(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := parseForm(w, r); err != nil {
+			s.uiError(w, r, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// signInForm starts the answer to a sign-in, reset or invitation form:
+// never cached, and the form parsed; false when it has answered with the
+// error page.
+func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := parseForm(w, r); err != nil {
+		s.uiError(w, r, err)
+		return false
+	}
+	return true
+}
+
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
@@ -53,9 +77,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	if !s.signInForm(w, r) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
@@ -117,9 +139,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 // loginChooseTenant is the chooser's answer: the ticket proves the
 // password opened the chosen tenant a moment ago.
 func (s *Server) loginChooseTenant(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	if !s.signInForm(w, r) {
 		return
 	}
 	next := r.PostFormValue("next")

@@ -17,9 +17,8 @@ import (
 func (s *Server) uiBoard(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	counts, err := s.counts(ctx, sess.Tenant.ID)
@@ -91,9 +90,8 @@ func (s *Server) uiBoardMore(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, apperr.New(apperr.BadRequest, "a status and a cursor are needed"))
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	col, err := s.boardColumn(ctx, sess.Tenant.ID, dir, q.Get("status"), q.Get("cursor"))

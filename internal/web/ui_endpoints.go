@@ -21,15 +21,15 @@ import (
 // admin group of uiRoutes).
 func (s *Server) endpointUIRoutes(r chi.Router) {
 	r.Get("/settings/endpoints", s.uiEndpoints)
-	r.Post("/settings/endpoints", s.uiCreateEndpoint)
+	r.Post("/settings/endpoints", s.withForm(s.uiCreateEndpoint))
 	r.Get("/settings/endpoints/{id}", s.uiEndpoint)
-	r.Post("/settings/endpoints/{id}", s.uiEditEndpoint)
-	r.Post("/settings/endpoints/{id}/enabled", s.uiEndpointEnabled)
-	r.Post("/settings/endpoints/{id}/recover", s.uiRecoverEndpoint)
-	r.Post("/settings/endpoints/{id}/rotate-secret", s.uiRotateEndpointSecret)
+	r.Post("/settings/endpoints/{id}", s.withForm(s.uiEditEndpoint))
+	r.Post("/settings/endpoints/{id}/enabled", s.withForm(s.uiEndpointEnabled))
+	r.Post("/settings/endpoints/{id}/recover", s.withForm(s.uiRecoverEndpoint))
+	r.Post("/settings/endpoints/{id}/rotate-secret", s.withForm(s.uiRotateEndpointSecret))
 	r.Post("/settings/endpoints/{id}/delete", s.uiDeleteEndpoint)
 	r.Get("/settings/events/{id}", s.uiEvent)
-	r.Post("/settings/events/{id}/replay", s.uiReplayEvent)
+	r.Post("/settings/events/{id}/replay", s.withForm(s.uiReplayEvent))
 }
 
 func endpointView(ep events.Endpoint) epviews.Endpoint {
@@ -55,9 +55,7 @@ func (s *Server) endpointsList(w http.ResponseWriter, r *http.Request, form epvi
 	for _, ep := range eps {
 		v.Endpoints = append(v.Endpoints, endpointView(ep))
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	if v.Form.Events == nil && v.Form.URL == "" {
 		v.Form.Events = []string{events.LeadCreated, events.LeadStatusChanged}
 	}
@@ -66,20 +64,12 @@ func (s *Server) endpointsList(w http.ResponseWriter, r *http.Request, form epvi
 
 func (s *Server) uiEndpoints(w http.ResponseWriter, r *http.Request) {
 	v, err := s.endpointsList(w, r, epviews.Form{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, epviews.List(v))
+	s.renderResult(w, r, http.StatusOK, epviews.List(v), err)
 }
 
 // uiCreateEndpoint answers with the page itself: the secret is shown this
 // once and never kept in plain text.
 func (s *Server) uiCreateEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	in := events.CreateInput{URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
 		Events: r.PostForm["events"]}
@@ -186,10 +176,6 @@ func (s *Server) uiEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiEditEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	u, desc, evs := strings.TrimSpace(r.PostFormValue("url")), r.PostFormValue("description"), r.PostForm["events"]
@@ -220,10 +206,6 @@ func parseSince(v string) (time.Time, bool) {
 }
 
 func (s *Server) uiEndpointEnabled(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	on := r.PostFormValue("enabled") == "true"
@@ -257,10 +239,6 @@ func plural(n int, one, many string) string {
 }
 
 func (s *Server) uiRecoverEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	since, ok := parseSince(r.PostFormValue("since"))
@@ -285,10 +263,6 @@ func (s *Server) uiRecoverEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiRotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
@@ -355,10 +329,6 @@ func (s *Server) uiEvent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiReplayEvent(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	n, err := s.Events.Replay(r.Context(), sess.Tenant.ID, id, events.ReplayInput{EndpointID: r.PostFormValue("endpoint_id")})

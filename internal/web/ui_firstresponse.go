@@ -99,10 +99,6 @@ func slaFormOf(r monitor.SLARules) monviews.RulesForm {
 
 // uiSaveSLARule saves the sla_breach rule from the monitor page.
 func (s *Server) uiSaveSLARule(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	if r.PostFormValue("reset") != "" {

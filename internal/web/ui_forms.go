@@ -18,9 +18,9 @@ import (
 // GET|POST /forms/{id}/preview, POST /forms/{id}/delete.
 func (s *Server) formUIRoutes(r chi.Router) {
 	r.Get("/forms", s.uiForms)
-	r.Post("/forms", s.uiCreateForm)
+	r.Post("/forms", s.withForm(s.uiCreateForm))
 	r.Get("/forms/{id}", s.uiFormBuilder)
-	r.Post("/forms/{id}", s.uiSaveForm)
+	r.Post("/forms/{id}", s.withForm(s.uiSaveForm))
 	r.Get("/forms/{id}/preview", s.uiFormPreview)
 	r.Post("/forms/{id}/preview", s.uiFormPreview)
 }
@@ -44,10 +44,6 @@ func (s *Server) renderFormList(w http.ResponseWriter, r *http.Request, status i
 }
 
 func (s *Server) uiCreateForm(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	name, slug := strings.TrimSpace(r.PostFormValue("name")), strings.TrimSpace(r.PostFormValue("slug"))
 	fields := []forms.Field{{Name: "name", Label: "Your name", Type: forms.TypeText, Required: true},
@@ -68,9 +64,14 @@ func (s *Server) uiCreateForm(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/forms/"+f.ID)
 }
 
-func (s *Server) uiFormBuilder(w http.ResponseWriter, r *http.Request) {
+// urlForm reads the signed-in tenant's form the URL's {id} names.
+func (s *Server) urlForm(r *http.Request) (forms.Form, error) {
 	sess := sessionFrom(r.Context())
-	f, err := s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+	return s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+}
+
+func (s *Server) uiFormBuilder(w http.ResponseWriter, r *http.Request) {
+	f, err := s.urlForm(r)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -149,10 +150,6 @@ func builderInput(pf url.Values) forms.Input {
 }
 
 func (s *Server) uiSaveForm(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	if r.PostFormValue("delete") != "" {
@@ -185,6 +182,16 @@ func (s *Server) uiSaveForm(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/forms/"+f.ID)
 }
 
+// typedJSON is the builder's raw JSON value as a T; nil when it is absent,
+// null or not a T.
+func typedJSON[T any](raw json.RawMessage) *T {
+	var v T
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return &v
+}
+
 // typedForm is the saved form with the builder's unsaved input over it
 // (to re-render what was typed, or to preview it).
 func typedForm(f forms.Form, in forms.Input) forms.Form {
@@ -194,26 +201,15 @@ func typedForm(f forms.Form, in forms.Input) forms.Form {
 	if in.Fields != nil {
 		f.Fields = *in.Fields
 	}
-	f.Consent = nil
-	if len(in.Consent) > 0 && string(in.Consent) != "null" {
-		var c forms.ConsentDef
-		if json.Unmarshal(in.Consent, &c) == nil {
-			f.Consent = &c
-		}
-	}
+	f.Consent = typedJSON[forms.ConsentDef](in.Consent)
 	if in.Success != nil {
 		f.Success = *in.Success
 	}
 	if in.AllowedOrigins != nil {
 		f.AllowedOrigins = *in.AllowedOrigins
 	}
-	f.Captcha = nil
-	if len(in.Captcha) > 0 && string(in.Captcha) != "null" {
-		var c forms.Captcha
-		if json.Unmarshal(in.Captcha, &c) == nil {
-			c.Secret = ""
-			f.Captcha = &c
-		}
+	if f.Captcha = typedJSON[forms.Captcha](in.Captcha); f.Captcha != nil {
+		f.Captcha.Secret = ""
 	}
 	if in.Limits != nil {
 		f.Limits = *in.Limits
@@ -224,8 +220,7 @@ func typedForm(f forms.Form, in forms.Input) forms.Form {
 // uiFormPreview renders the hosted page inside the builder's frame: the
 // saved form (GET) or the settings as typed (POST), nothing submittable.
 func (s *Server) uiFormPreview(w http.ResponseWriter, r *http.Request) {
-	sess := sessionFrom(r.Context())
-	f, err := s.Forms.Get(r.Context(), sess.Tenant.ID, sess.Tenant.Slug, chi.URLParam(r, "id"))
+	f, err := s.urlForm(r)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -237,6 +232,7 @@ func (s *Server) uiFormPreview(w http.ResponseWriter, r *http.Request) {
 		}
 		f = typedForm(f, builderInput(r.PostForm))
 	}
+	sess := sessionFrom(r.Context())
 	p := forms.Page{TenantName: sess.Tenant.Name, TenantSlug: sess.Tenant.Slug, Form: f, Token: "preview"}
 	v := pageView(p, url.Values{}, nil, "", nil)
 	v.Preview = true

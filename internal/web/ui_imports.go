@@ -20,7 +20,7 @@ func (s *Server) importUIRoutes(r Router) {
 	r.Get("/imports", s.uiImports)
 	r.Post("/imports", s.uiUploadImport)
 	r.Get("/imports/{id}", s.uiImport)
-	r.Post("/imports/{id}/start", s.uiStartImport)
+	r.Post("/imports/{id}/start", s.withForm(s.uiStartImport))
 	r.Get("/imports/{id}/status", s.uiImportStatus)
 	r.Get("/imports/{id}/errors.csv", s.apiImportErrors)
 }
@@ -140,12 +140,7 @@ func (s *Server) uiImport(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) importPage(w http.ResponseWriter, r *http.Request, status int, problem string, chosen map[string]string) {
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
+	id, iv, err := urlImport(r, sess.Tenant.ID, s.Imports.Get)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -204,17 +199,8 @@ func fieldLabel(f string) string {
 // uiStartImport is POST /imports/{id}/start: the mapping (map.<column
 // index>=field) and the natural key's column index.
 func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	p, err := s.Imports.Preview(r.Context(), sess.Tenant.ID, id)
+	id, p, err := urlImport(r, sess.Tenant.ID, s.Imports.Preview)
 	if err != nil {
 		s.uiError(w, r, err)
 		return
@@ -248,15 +234,6 @@ func (s *Server) uiStartImport(w http.ResponseWriter, r *http.Request) {
 // uiImportStatus is GET /imports/{id}/status: the progress fragment htmx polls.
 func (s *Server) uiImportStatus(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id, err := importID(r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	iv, err := s.Imports.Get(r.Context(), sess.Tenant.ID, id)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, importviews.Status(importItem(iv)))
+	_, iv, err := urlImport(r, sess.Tenant.ID, s.Imports.Get)
+	s.renderResult(w, r, http.StatusOK, importviews.Status(importItem(iv)), err)
 }

@@ -45,9 +45,8 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 		s.uiError(w, r, err)
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.LeadView{Lead: dir.leadView(l), Note: o.note, Error: o.problem, IsAdmin: sess.User.IsAdmin(),
@@ -60,9 +59,7 @@ func (s *Server) renderLead(w http.ResponseWriter, r *http.Request, status int, 
 	v.Lead = one[0]
 	v.Lead.AssignedByRule, _ = assignedBy(tl, v.Lead.OwnerID)
 	v.Payload, v.PayloadCut = leadviews.PayloadTokens(l.Payload)
-	if v.Note.Key == "" {
-		v.Note.Key = newFormKey()
-	}
+	v.Note.Key = keepFormKey(v.Note.Key)
 	v.Owners = []components.Option{{Value: "", Label: "Unassigned"}}
 	for _, u := range dir.users {
 		if u.DisabledAt != nil && u.ID != v.Lead.OwnerID {
@@ -225,10 +222,6 @@ func backTo(r *http.Request, id string) string {
 }
 
 func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	status := r.PostFormValue("status")
 	if !leads.ValidStatus(status) {
@@ -277,10 +270,6 @@ func (s *Server) uiLeadStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiLeadOwner(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -333,10 +322,6 @@ func (s *Server) patchLead(w http.ResponseWriter, r *http.Request, id, field, va
 // input, read in the user's own time zone; empty clears it) under the
 // form's version.
 func (s *Server) uiLeadNextStep(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	step, msg := leads.ParseNextStep(r.PostFormValue("next_step"))
 	if msg != "" {
@@ -403,10 +388,6 @@ func problemText(err error) string {
 }
 
 func (s *Server) uiLeadNote(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -451,10 +432,6 @@ func (s *Server) uiNewLead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiCreateLead(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	f := leadviews.NewLeadForm{Name: r.PostFormValue("name"), Email: r.PostFormValue("email"),

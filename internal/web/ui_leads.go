@@ -35,8 +35,8 @@ const (
 // column's next cards.
 func (s *Server) leadUIRoutes(r chi.Router) {
 	r.Get("/settings/me", s.uiProfile)
-	r.Post("/settings/me", s.uiSaveProfile)
-	r.Post("/settings/me/away", s.uiSaveAway)
+	r.Post("/settings/me", s.withForm(s.uiSaveProfile))
+	r.Post("/settings/me/away", s.withForm(s.uiSaveAway))
 	r.Get("/leads/ids", s.uiLeadIDs)
 	r.Post("/leads/bulk.json", s.Idem.Wrap(s.apiBulkLeads))
 	r.Get("/leads/board/more", s.uiBoardMore)
@@ -50,6 +50,17 @@ type directory struct {
 	// meta maps each meta source to whether it can fetch a lead's details
 	// from the Graph API (it has an access token).
 	meta map[string]bool
+}
+
+// sessionDirectory is loadDirectory for the signed-in tenant; false when
+// it has answered with the error page.
+func (s *Server) sessionDirectory(w http.ResponseWriter, r *http.Request) (directory, bool) {
+	dir, err := s.loadDirectory(r.Context(), sessionFrom(r.Context()).Tenant.ID)
+	if err != nil {
+		s.uiError(w, r, err)
+		return directory{}, false
+	}
+	return dir, true
 }
 
 func (s *Server) loadDirectory(ctx context.Context, tenantID string) (directory, error) {
@@ -254,9 +265,8 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	iq := readInboxQuery(r.URL.Query(), sess.User.ID, sess.User.IsAdmin(), sess.User.Location(), now)
 	iq.filter.Limit, iq.filter.Cursor = inboxPageSize, r.URL.Query().Get("cursor")
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.InboxView{IsFirst: iq.filter.Cursor == "", Now: now, MeID: sess.User.ID, Views: leadviews.Views}
@@ -386,10 +396,6 @@ func (s *Server) uiLeadIDs(w http.ResponseWriter, r *http.Request) {
 // to the checked leads, once per rendered form (a double click applies
 // once), through the same service as POST /api/v1/leads/bulk.
 func (s *Server) uiBulk(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	back := r.PostFormValue("back")

@@ -52,9 +52,7 @@ func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 // account. Every request counts against the address and the client, known
 // address or not, so the limit tells nothing either.
 func (s *Server) forgotSubmit(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
+	if !s.signInForm(w, r) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
@@ -107,9 +105,7 @@ func (s *Server) linkPage(kind string) http.HandlerFunc {
 // not hold its owner out.
 func (s *Server) linkSubmit(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		if err := parseForm(w, r); err != nil {
-			s.uiError(w, r, err)
+		if !s.signInForm(w, r) {
 			return
 		}
 		token := chi.URLParam(r, "token")

@@ -150,10 +150,6 @@ func (s *Server) uiMappingSave(w http.ResponseWriter, r *http.Request) {
 
 // uiReprocessFailed reprocesses every failed delivery of the source.
 func (s *Server) uiReprocessFailed(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	id := chi.URLParam(r, "id")
 	start := time.Now().Add(-time.Second) // processed_at is the worker's clock
 	n, err := s.DeliveryOps.ReprocessSource(r.Context(), sessionFrom(r.Context()).Tenant.ID, id, webhooks.StateFailed)

@@ -24,8 +24,8 @@ import (
 // leads, staff the leads they own (leads.MayMerge, checked again by Merge).
 func (s *Server) mergeUIRoutes(r chi.Router) {
 	r.Get("/leads/{id}/merge", s.uiMergePage)
-	r.Post("/leads/{id}/merge", s.uiMerge)
-	r.Post("/leads/{id}/unmerge", s.uiUnmerge)
+	r.Post("/leads/{id}/merge", s.withForm(s.uiMerge))
+	r.Post("/leads/{id}/unmerge", s.withForm(s.uiUnmerge))
 }
 
 // mergePanels reads what the lead page shows about merges and duplicates.
@@ -119,9 +119,8 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 		s.uiError(w, r, apperr.New(apperr.NotFound, "pick the lead to merge from the lead page"))
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := leadviews.MergeView{Survivor: dir.leadView(sv), Version: sv.Version, Key: newFormKey(), Error: problem}
@@ -174,10 +173,6 @@ func (s *Server) renderMerge(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (s *Server) uiMerge(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id := chi.URLParam(r, "id")
@@ -220,10 +215,6 @@ func (s *Server) uiMerge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiUnmerge(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	sess := sessionFrom(ctx)
 	id, other := chi.URLParam(r, "id"), strings.TrimSpace(r.PostFormValue("lead_id"))

@@ -413,9 +413,8 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	dir, err := s.loadDirectory(ctx, sess.Tenant.ID)
-	if err != nil {
-		s.uiError(w, r, err)
+	dir, ok := s.sessionDirectory(w, r)
+	if !ok {
 		return
 	}
 	v := alerts.ListView{State: state, Now: time.Now()}
@@ -508,10 +507,6 @@ func (s *Server) alertTrends(ctx context.Context, tenantID string, list []monito
 }
 
 func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	if _, err := s.Monitor.Ack(r.Context(), sess.Tenant.ID, chi.URLParam(r, "id"), sess.User.ID); err != nil {
 		s.uiError(w, r, err)
@@ -529,10 +524,6 @@ func (s *Server) uiAckAlert(w http.ResponseWriter, r *http.Request) {
 // id as POST /alerts/{id}/ack would; acknowledging one twice changes
 // nothing, another tenant's id is not found.
 func (s *Server) uiAckAlerts(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	ids := r.PostForm["id"]
 	if len(ids) > 200 {

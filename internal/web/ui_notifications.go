@@ -36,10 +36,6 @@ func (s *Server) uiNotifications(w http.ResponseWriter, r *http.Request) {
 // uiSaveNotifications is POST /settings/notifications (checked kinds are
 // on; the rest off).
 func (s *Server) uiSaveNotifications(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	on := r.PostForm["on"]
 	in := notify.Preferences{QuietFrom: strings.TrimSpace(r.PostFormValue("quiet_from")), QuietTo: strings.TrimSpace(r.PostFormValue("quiet_to"))}

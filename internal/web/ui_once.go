@@ -20,6 +20,15 @@ func newFormKey() string {
 	return hex.EncodeToString(b[:])
 }
 
+// keepFormKey is the key a re-rendered form was posted with, so that its
+// next submit is still the same one; a fresh form gets a new key.
+func keepFormKey(key string) string {
+	if key == "" {
+		return newFormKey()
+	}
+	return key
+}
+
 func validFormKey(k string) bool {
 	if len(k) != 32 {
 		return false

@@ -32,10 +32,6 @@ func (s *Server) renderProfile(w http.ResponseWriter, r *http.Request, status in
 // "Use this browser's zone"); a name time.LoadLocation does not know is
 // shown on its field and nothing changes.
 func (s *Server) uiSaveProfile(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	tz := strings.TrimSpace(r.PostFormValue("time_zone"))
 	if use := strings.TrimSpace(r.PostFormValue("use_zone")); use != "" {
@@ -57,10 +53,6 @@ func (s *Server) uiSaveProfile(w http.ResponseWriter, r *http.Request) {
 // person's own zone (round robin skips them meanwhile), or back
 // (back=1 or an empty field).
 func (s *Server) uiSaveAway(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	var until *time.Time
 	typed := strings.TrimSpace(r.PostFormValue("away_until"))

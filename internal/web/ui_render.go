@@ -3,14 +3,12 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/a-h/templ"
 
-	"leadpipe/internal/apperr"
 	"leadpipe/views/components"
 	"leadpipe/views/layouts"
 	"leadpipe/views/pages"
@@ -60,6 +58,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	}
 }
 
+// renderResult renders c, or err's error page when the view behind c
+// could not be read.
+func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int, c templ.Component, err error) {
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.render(w, r, status, c)
+}
+
 // page builds the chrome of a signed-in page: user, tenant, active tab,
 // the flash left by the previous POST and, for admins, open alerts.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active string) layouts.Page {
@@ -83,14 +91,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active stri
 // uiError renders err as an error page with the one status mapping
 // (StatusOf); internal errors are logged once and shown generically.
 func (s *Server) uiError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *apperr.Error
-	if !errors.As(err, &e) {
-		if apperr.IsUnavailable(err) {
-			e = apperr.Wrap(apperr.Unavailable, err, "the database is unavailable, retry later")
-		} else {
-			e = apperr.Wrap(apperr.Internal, err, "internal error")
-		}
-	}
+	e := asAppError(err)
 	status := StatusOf(e.Code)
 	switch {
 	case status == http.StatusNotFound:

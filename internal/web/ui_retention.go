@@ -31,10 +31,6 @@ func (s *Server) uiRetention(w http.ResponseWriter, r *http.Request) {
 
 // uiSaveRetention is POST /settings/retention (the form posts all three).
 func (s *Server) uiSaveRetention(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	form := settings.RetentionForm{DeliveryPayloadDays: strings.TrimSpace(r.PostFormValue("delivery_payload_days")),
 		DeadLetterDays: strings.TrimSpace(r.PostFormValue("dead_letter_days")), EventDays: strings.TrimSpace(r.PostFormValue("event_days")),

@@ -33,26 +33,16 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 			Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt, IsYou: u.ID == sess.User.ID,
 			Invited: inv, InviteUntil: until, AwayUntil: u.AwayUntil})
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	return v, nil
 }
 
 func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request) {
 	v, err := s.usersView(w, r, settings.UserForm{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, settings.Users(v))
+	s.renderResult(w, r, http.StatusOK, settings.Users(v), err)
 }
 
 func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	// The page invites: the person chooses their own password from the
 	// link in the e-mail (an admin sets one only through the API).
@@ -160,14 +150,9 @@ func (s *Server) uiUserAway(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiUserRole(w http.ResponseWriter, r *http.Request) {
-	sess, id, ok := s.userForm(w, r)
+	// An admin demoting themselves could leave nobody to undo it.
+	sess, id, ok := s.otherUserForm(w, r, "You cannot change your own role; ask another admin.")
 	if !ok {
-		return
-	}
-	if id == sess.User.ID {
-		// An admin demoting themselves could leave nobody to undo it.
-		s.setFlash(w, r, "You cannot change your own role; ask another admin.")
-		seeOther(w, r, "/settings/users")
 		return
 	}
 	role := r.PostFormValue("role")
@@ -194,6 +179,18 @@ func (s *Server) userForm(w http.ResponseWriter, r *http.Request) (*uiSession, s
 	return sessionFrom(r.Context()), id, true
 }
 
+// otherUserForm is userForm for a change an admin may not make to their
+// own account: on their own id it answers with refusal.
+func (s *Server) otherUserForm(w http.ResponseWriter, r *http.Request, refusal string) (*uiSession, string, bool) {
+	sess, id, ok := s.userForm(w, r)
+	if ok && id == sess.User.ID {
+		s.setFlash(w, r, refusal)
+		seeOther(w, r, "/settings/users")
+		return nil, "", false
+	}
+	return sess, id, ok
+}
+
 func roleWord(r string) string {
 	if r == tenants.RoleAdmin {
 		return "an admin"
@@ -202,13 +199,8 @@ func roleWord(r string) string {
 }
 
 func (s *Server) uiUserDisabled(w http.ResponseWriter, r *http.Request) {
-	sess, id, ok := s.userForm(w, r)
+	sess, id, ok := s.otherUserForm(w, r, "You cannot disable yourself; ask another admin.")
 	if !ok {
-		return
-	}
-	if id == sess.User.ID {
-		s.setFlash(w, r, "You cannot disable yourself; ask another admin.")
-		seeOther(w, r, "/settings/users")
 		return
 	}
 	disable := r.PostFormValue("disabled") == "true"
@@ -290,20 +282,12 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 
 func (s *Server) uiTokens(w http.ResponseWriter, r *http.Request) {
 	v, err := s.tokensView(w, r)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, settings.Tokens(v))
+	s.renderResult(w, r, http.StatusOK, settings.Tokens(v), err)
 }
 
 // uiCreateToken answers with the page itself (no redirect): the new token
 // is shown this once and never stored in plain text, not even in a cookie.
 func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	in := tenants.TokenInput{Name: strings.TrimSpace(r.PostFormValue("name")), Scopes: r.PostForm["scopes"]}
 	expiry := r.PostFormValue("expires")

@@ -40,28 +40,18 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 		row.Health = health[src.ID]
 		v.Rows = append(v.Rows, row)
 	}
-	if v.Form.Key == "" {
-		v.Form.Key = newFormKey()
-	}
+	v.Form.Key = keepFormKey(v.Form.Key)
 	return v, nil
 }
 
 func (s *Server) uiSources(w http.ResponseWriter, r *http.Request) {
 	v, err := s.sourcesView(w, r, srcviews.Form{})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, srcviews.List(v))
+	s.renderResult(w, r, http.StatusOK, srcviews.List(v), err)
 }
 
 // uiCreateSource answers with the new source's page (no redirect): its
 // signing secret is shown on this answer only.
 func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	f := srcviews.Form{Name: r.PostFormValue("name"), Slug: strings.TrimSpace(r.PostFormValue("slug")), Kind: r.PostFormValue("kind"),
 		Secret: r.PostFormValue("secret"), VerifyToken: r.PostFormValue("verify_token"),
@@ -117,11 +107,7 @@ func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rerenderSources(w http.ResponseWriter, r *http.Request, f srcviews.Form) {
 	v, err := s.sourcesView(nil, r, f)
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusUnprocessableEntity, srcviews.List(v))
+	s.renderResult(w, r, http.StatusUnprocessableEntity, srcviews.List(v), err)
 }
 
 func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
@@ -129,10 +115,6 @@ func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) uiRotateSecret(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(w, r); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
 	sess := sessionFrom(r.Context())
 	id := chi.URLParam(r, "id")
 	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
