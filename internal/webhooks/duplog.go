@@ -48,7 +48,7 @@ const foldRows = 4
 
 // writeLog appends the tally of keys (sorted by tenant, then id) to the
 // duplicate log, autocommit.
-func writeLog(ctx context.Context, x sqlx.ExecerContext, keys []tallyKey, pending map[tallyKey]tallied, now time.Time) error {
+func writeLog(ctx context.Context, tx *sqlx.Tx, keys []tallyKey, pending map[tallyKey]tallied, now time.Time) error {
 	type logRow struct {
 		tenantID string
 		dups     int
@@ -76,7 +76,18 @@ func writeLog(ctx context.Context, x sqlx.ExecerContext, keys []tallyKey, pendin
 			args = append(args, r.tenantID, ids.New(), r.dups, now, r.body)
 		}
 		q := `INSERT INTO delivery_dup_log (tenant_id, id, dups, logged_at, body) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?)", n-1)
-		if _, err := x.ExecContext(ctx, q, args...); err != nil {
+		// Prepared: the blobs travel as bytes, where the driver's
+		// interpolation would escape every byte into the statement's text
+		// and the server parse it back (two round trips more per flush).
+		stmt, err := tx.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.ExecContext(ctx, args...)
+		if cerr := stmt.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return err
 		}
 		rows = rows[n:]
