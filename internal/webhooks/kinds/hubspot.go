@@ -127,15 +127,9 @@ func hubspotRecords(events []json.RawMessage) ([]Record, error) {
 // Events carry no record order of their own across properties, so receipt
 // order decides (EventTime nil).
 func (hubspotKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := firstNonEmpty(doc.scalar("objectId"), doc.scalar("vid"), doc.scalar("id"))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: objectId is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "objectId", func(doc object) string {
+		return firstNonEmpty(doc.scalar("objectId"), doc.scalar("vid"), doc.scalar("id"))
+	})
 	if err != nil {
 		return Lead{}, err
 	}

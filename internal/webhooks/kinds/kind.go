@@ -285,6 +285,22 @@ func namedRecord(body []byte, missing string, idOf func(doc object) string) ([]R
 	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
 }
 
+// openRecord starts a Map: the record's object, its natural key (keyOf of
+// the object) and the payload to store. No object is ErrUnparseable; no
+// key, an ErrNoNaturalKey saying missing is missing.
+func openRecord(raw json.RawMessage, missing string, keyOf func(doc object) string) (doc object, ref string, payload json.RawMessage, err error) {
+	if doc = decodeObject(raw); doc == nil {
+		return nil, "", nil, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
+	}
+	if ref = keyOf(doc); ref == "" {
+		return nil, "", nil, fmt.Errorf("%w: %s is missing", ErrNoNaturalKey, missing)
+	}
+	if payload, err = storablePayload(raw); err != nil {
+		return nil, "", nil, err
+	}
+	return doc, ref, payload, nil
+}
+
 // idSource is where a kind reads a request's delivery id: the header
 // idHeader, else the value at idPath in the body, else (neither set) the
 // SHA-256 of the body.

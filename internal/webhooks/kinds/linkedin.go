@@ -3,7 +3,6 @@ package kinds
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -107,15 +106,9 @@ func linkedinDeliveryID(doc object) string {
 // (predefinedField), which the API returns with the response when asked
 // for the form (pull.LinkedInFields).
 func (linkedinKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := LinkedInResponseID(firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id")))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: leadGenFormResponse (or id) is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "leadGenFormResponse (or id)", func(doc object) string {
+		return LinkedInResponseID(firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id")))
+	})
 	if err != nil {
 		return Lead{}, err
 	}

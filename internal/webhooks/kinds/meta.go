@@ -80,15 +80,7 @@ func (metaKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // created_time like 2024-01-02T03:04:05+0000): enrichment and reconcile feed
 // Graph objects through here too.
 func (metaKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := firstNonEmpty(doc.scalar("leadgen_id"), doc.scalar("id"))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: leadgen_id (or id) is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "leadgen_id (or id)", func(doc object) string { return firstNonEmpty(doc.scalar("leadgen_id"), doc.scalar("id")) })
 	if err != nil {
 		return Lead{}, err
 	}

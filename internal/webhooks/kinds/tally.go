@@ -3,7 +3,6 @@ package kinds
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -38,19 +37,11 @@ func (tallyKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // Map: natural key data.responseId; data.fields[] by type (INPUT_EMAIL,
 // INPUT_PHONE_NUMBER), else by label as a web form's fields.
 func (tallyKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	data := doc.object("data")
-	ref := data.scalar("responseId")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: data.responseId is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "data.responseId", func(doc object) string { return doc.object("data").scalar("responseId") })
 	if err != nil {
 		return Lead{}, err
 	}
+	data := doc.object("data")
 	var email, phone string
 	byLabel := object{}
 	for _, item := range data.array("fields") {

@@ -67,19 +67,11 @@ func (tiktokKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // Map: natural key lead.lead_id; answers by field_name (name, email,
 // phone_number, company_name), else by question as a web form's fields.
 func (tiktokKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	lead := doc.object("lead")
-	ref := lead.scalar("lead_id")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: lead.lead_id is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "lead.lead_id", func(doc object) string { return doc.object("lead").scalar("lead_id") })
 	if err != nil {
 		return Lead{}, err
 	}
+	lead := doc.object("lead")
 	named := object{}
 	for _, a := range lead.array("answers") {
 		ans := decodeObject(a)

@@ -3,7 +3,6 @@ package kinds
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,19 +49,11 @@ func (webflowKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // Map: natural key payload.id; payload.data fields by name, ignoring case
 // and spaces (email, name or first + last name, phone, company).
 func (webflowKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	p := doc.object("payload")
-	ref := p.scalar("id")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: payload.id is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "payload.id", func(doc object) string { return doc.object("payload").scalar("id") })
 	if err != nil {
 		return Lead{}, err
 	}
+	p := doc.object("payload")
 	l := flatLead(p.object("data"))
 	l.SourceRef, l.Payload = NormalizeID(ref), payload
 	l.CreatedAt = firstTime(p, "submittedAt")
