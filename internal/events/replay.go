@@ -9,6 +9,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/keyset"
 )
 
 // ReplayInput is POST /api/v1/events/{id}/replay; without endpoint_id the
@@ -205,11 +206,7 @@ func (s *Service) attempts(ctx context.Context, tenantID, col, id, cursor string
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(items) > limit {
-		items = items[:limit]
-		next = items[limit-1].ID
-	}
+	items, next := keyset.Cut(items, limit, func(a Attempt) string { return a.ID })
 	if items == nil {
 		items = []Attempt{}
 	}
@@ -272,11 +269,7 @@ func (s *Service) Events(ctx context.Context, tenantID, typ, cursor string, limi
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = rows[limit-1].ID
-	}
+	rows, next := keyset.Cut(rows, limit, func(e EventRow) string { return e.ID })
 	out := make([]EventView, len(rows))
 	for i, r := range rows {
 		out[i] = view(r)

@@ -26,6 +26,17 @@ func (q *Query) And(on bool, cond string, arg any) *Query {
 	return q
 }
 
+// Cut ends a page read with limit+1 rows: its first limit rows and, when
+// there were more, the next page's cursor (the last row's id; "" on the
+// last page).
+func Cut[T any](rows []T, limit int, id func(T) string) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, id(rows[limit-1])
+}
+
 // Page ends the query: ids below before (the previous page's last id;
 // empty for the first page), newest first, at most limit rows.
 func (q *Query) Page(before string, limit int) (string, []any) {

@@ -7,6 +7,24 @@ import (
 	"leadpipe/internal/keyset"
 )
 
+func TestCut(t *testing.T) {
+	id := func(s string) string { return s }
+	for _, tc := range []struct {
+		rows     []string
+		want     []string
+		wantNext string
+	}{
+		{nil, nil, ""},
+		{[]string{"c", "b"}, []string{"c", "b"}, ""},
+		{[]string{"c", "b", "a"}, []string{"c", "b"}, "b"},
+	} {
+		got, next := keyset.Cut(tc.rows, 2, id)
+		if !reflect.DeepEqual(got, tc.want) || next != tc.wantNext {
+			t.Errorf("Cut(%q, 2) = %q %q, want %q %q", tc.rows, got, next, tc.want, tc.wantNext)
+		}
+	}
+}
+
 func TestPage(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

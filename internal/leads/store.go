@@ -262,13 +262,9 @@ func addEvents(ctx context.Context, x db.Ext, tenantID string, evs []eventIn) er
 	}
 	args := make([]any, 0, 8*len(evs))
 	for _, e := range evs {
-		var d any
-		if e.Detail != nil {
-			b, err := json.Marshal(e.Detail)
-			if err != nil {
-				return err
-			}
-			d = string(b)
+		d, err := jsonColumn(e.Detail != nil, e.Detail)
+		if err != nil {
+			return err
 		}
 		var actor any
 		if e.ActorID != "" {
@@ -280,6 +276,19 @@ func addEvents(ctx context.Context, x db.Ext, tenantID string, evs []eventIn) er
 	_, err := x.ExecContext(ctx, `INSERT INTO lead_events (tenant_id, lead_id, id, kind, actor_id, actor_name, detail, at)
 		VALUES `+v+strings.Repeat(", "+v, len(evs)-1), args...)
 	return err
+}
+
+// jsonColumn is v as JSON text for a nullable JSON column, nil (NULL)
+// when it is not set.
+func jsonColumn(set bool, v any) (any, error) {
+	if !set {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
 }
 
 // eventRow is one lead_events row.

@@ -139,22 +139,15 @@ func replaceAssignment(ctx context.Context, x db.Ext, tenantID string, rules []r
 	if len(rules) > 0 {
 		var args, cargs []any
 		for _, r := range rules {
-			var members any
-			if r.Members != nil {
-				b, err := json.Marshal(r.Members)
-				if err != nil {
-					return err
-				}
-				members = string(b)
+			members, err := jsonColumn(r.Members != nil, r.Members)
+			if err != nil {
+				return err
 			}
-			var caps, escAfter, escTo any
-			if len(r.Caps) > 0 {
-				b, err := json.Marshal(r.Caps)
-				if err != nil {
-					return err
-				}
-				caps = string(b)
+			caps, err := jsonColumn(len(r.Caps) > 0, r.Caps)
+			if err != nil {
+				return err
 			}
+			var escAfter, escTo any
 			if e := r.Escalate; e != nil {
 				escAfter, escTo = e.AfterMinutes, e.To
 			}

@@ -38,13 +38,11 @@ func countMatchingUpTo(ctx context.Context, x db.Ext, tenantID string, f Filter,
 	parts := make([]string, len(statuses))
 	var args []any
 	for i, st := range statuses {
-		g := f
-		g.Status, g.AnyStatus = st, nil
-		cond, a := g.where(tenantID)
-		if g.Q != "" {
-			pat := likePrefix(g.Q)
+		cond, a := f.withStatus(st).where(tenantID)
+		if f.Q != "" {
+			pat := likePrefix(f.Q)
 			var ors []string
-			for _, c := range columnsFor(g.Q) {
+			for _, c := range columnsFor(f.Q) {
 				ors = append(ors, c.col+" LIKE ?")
 				a = append(a, pat)
 			}
@@ -198,6 +196,12 @@ func exportPage(ctx context.Context, x db.Ext, tenantID string, f Filter, before
 	return selectPage(ctx, x, exportCols, tenantID, f, before, n)
 }
 
+// withStatus is f narrowed to the one status st.
+func (f Filter) withStatus(st string) Filter {
+	f.Status, f.AnyStatus = st, nil
+	return f
+}
+
 // statuses are the statuses f lists: its status, else its AnyStatus, else
 // all.
 func (f Filter) statuses() []string {
@@ -229,9 +233,7 @@ func (f Filter) perStatus(tenantID, hint, after string, afterArgs []any, o listO
 	branches := make([]string, len(sts))
 	var args []any
 	for i, st := range sts {
-		g := f
-		g.Status, g.AnyStatus = st, nil
-		cond, a := g.where(tenantID)
+		cond, a := f.withStatus(st).where(tenantID)
 		args = append(args, a...)
 		if after != "" {
 			cond += " AND " + after

@@ -10,6 +10,7 @@ import (
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/keyset"
 )
 
 // Alert states, and the filter for both.
@@ -90,10 +91,7 @@ func (s *Service) Alerts(ctx context.Context, tenantID, state, cursor string, li
 	if err != nil {
 		return nil, "", err
 	}
-	if len(items) > limit {
-		items = items[:limit]
-		next = items[limit-1].ID
-	}
+	items, next = keyset.Cut(items, limit, func(a Alert) string { return a.ID })
 	if items == nil {
 		items = []Alert{}
 	}
@@ -186,14 +184,20 @@ func (s *Service) OpenEndpointAlert(ctx context.Context, tx db.Ext, tenantID, en
 	}
 	now := s.now().Truncate(time.Microsecond)
 	a := Alert{TenantID: tenantID, ID: ids.New(), SourceID: endpointID, Rule: RuleEndpointDisabled, State: StateOpen, FiredAt: now, Detail: b}
+	return s.insertFired(ctx, tx, a)
+}
+
+// insertFired stores a newly fired alert with its fired event, in tx, and
+// tells the listener (notifications) in the same transaction.
+func (s *Service) insertFired(ctx context.Context, tx db.Ext, a Alert) error {
 	if err := insertAlert(ctx, tx, a); err != nil {
 		return err
 	}
-	if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
+	if err := insertEvent(ctx, tx, a, EventFired, a.FiredAt, "", a.Detail); err != nil {
 		return err
 	}
 	if s.fired != nil {
-		return s.fired.AlertFired(ctx, tx, tenantID, a)
+		return s.fired.AlertFired(ctx, tx, a.TenantID, a)
 	}
 	return nil
 }

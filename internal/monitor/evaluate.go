@@ -203,16 +203,7 @@ func (s *Service) fire(ctx context.Context, tenantID, sourceID, rule string, now
 	}
 	a := Alert{TenantID: tenantID, ID: ids.New(), SourceID: sourceID, Rule: rule, State: StateOpen, FiredAt: now, Detail: b}
 	err = db.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if err := insertAlert(ctx, tx, a); err != nil {
-			return err
-		}
-		if err := insertEvent(ctx, tx, a, EventFired, now, "", b); err != nil {
-			return err
-		}
-		if s.fired != nil {
-			return s.fired.AlertFired(ctx, tx, tenantID, a)
-		}
-		return nil
+		return s.insertFired(ctx, tx, a)
 	})
 	if db.IsDuplicate(err) {
 		return nil // another evaluator fired it first

@@ -53,41 +53,39 @@ func seriesRows(ctx context.Context, x db.Ext, table string, gran int64, tenantI
 	out := map[int64]counts{}
 	rowsEstimate := (to.Unix() - from.Unix()) / gran
 	if rowsEstimate <= 20000 {
-		rows, err := x.QueryContext(ctx, `SELECT bucket, `+statColumns+`
-FROM `+table+` WHERE tenant_id = ? AND source_id = ? AND bucket >= ? AND bucket < ?`, tenantID, sourceID, from.UTC(), to.UTC())
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var b time.Time
-			c, err := scanCounts(rows, &b)
-			if err != nil {
-				return nil, err
-			}
+		err := eachCounts(ctx, x, func(b time.Time, c counts) {
 			k := floorDiv(b.Unix(), step) * step
 			sum := out[k]
 			sum.add(&c)
 			out[k] = sum
-		}
-		return out, rows.Err()
+		}, `SELECT bucket, `+statColumns+`
+FROM `+table+` WHERE tenant_id = ? AND source_id = ? AND bucket >= ? AND bucket < ?`, tenantID, sourceID, from.UTC(), to.UTC())
+		return out, err
 	}
 	q := `SELECT FLOOR(TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', bucket) / ?) AS b, ` + sumCols + `
 FROM ` + table + ` WHERE tenant_id = ? AND source_id = ? AND bucket >= ? AND bucket < ? GROUP BY b`
-	rows, err := x.QueryContext(ctx, q, step, tenantID, sourceID, from.UTC(), to.UTC())
+	err := eachCounts(ctx, x, func(b int64, c counts) { out[b*step] = c }, q, step, tenantID, sourceID, from.UTC(), to.UTC())
+	return out, err
+}
+
+// eachCounts runs q and gives add each row: its first column, the key,
+// and the counters after it. On an error what add was given is partial:
+// the callers' maps are then not to be used.
+func eachCounts[K any](ctx context.Context, x db.Ext, add func(key K, c counts), q string, args ...any) error {
+	rows, err := x.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var b int64
-		c, err := scanCounts(rows, &b)
+		var k K
+		c, err := scanCounts(rows, &k)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[b*step] = c
+		add(k, c)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // sumRange sums counters per source over [from, to) (minute-aligned),
@@ -126,20 +124,8 @@ FROM `+p.table+` WHERE tenant_id = ? AND source_id IN (?) AND bucket >= ? AND bu
 		args = append(args, a...)
 	}
 	q := `SELECT source_id, ` + sumCols + ` FROM (` + strings.Join(sub, " UNION ALL ") + `) t GROUP BY source_id`
-	rows, err := x.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		c, err := scanCounts(rows, &id)
-		if err != nil {
-			return nil, err
-		}
-		out[id] = c
-	}
-	return out, rows.Err()
+	err := eachCounts(ctx, x, func(id string, c counts) { out[id] = c }, q, args...)
+	return out, err
 }
 
 func ceilTime(t time.Time, d time.Duration) time.Time {

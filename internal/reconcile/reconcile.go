@@ -110,55 +110,32 @@ type Service struct {
 	SettleDelay time.Duration
 }
 
-func (s *Service) settleDelay() time.Duration {
-	if s.SettleDelay > 0 {
-		return s.SettleDelay
-	}
-	return 5 * time.Minute
-}
+func (s *Service) settleDelay() time.Duration { return positiveOr(s.SettleDelay, 5*time.Minute) }
 
 func (s *Service) now() time.Time { return clock.Read(s.Now) }
 
-func (s *Service) runTimeout() time.Duration {
-	if s.RunTimeout > 0 {
-		return s.RunTimeout
-	}
-	return 10 * time.Minute
-}
+func (s *Service) runTimeout() time.Duration { return positiveOr(s.RunTimeout, 10*time.Minute) }
 
 func (s *Service) staleAfter() time.Duration {
-	if s.StaleAfter > 0 {
-		return s.StaleAfter
-	}
-	return s.runTimeout() + 5*time.Minute
+	return positiveOr(s.StaleAfter, s.runTimeout()+5*time.Minute)
 }
 
 func (s *Service) initialLookback() time.Duration {
-	if s.InitialLookback > 0 {
-		return s.InitialLookback
-	}
-	return 7 * 24 * time.Hour
+	return positiveOr(s.InitialLookback, 7*24*time.Hour)
 }
 
-func (s *Service) maxPages() int {
-	if s.MaxPages > 0 {
-		return s.MaxPages
-	}
-	return 10000
-}
+func (s *Service) maxPages() int { return positiveOr(s.MaxPages, 10000) }
 
-func (s *Service) enrichTimeout() time.Duration {
-	if s.EnrichTimeout > 0 {
-		return s.EnrichTimeout
-	}
-	return 30 * time.Second
-}
+func (s *Service) enrichTimeout() time.Duration { return positiveOr(s.EnrichTimeout, 30*time.Second) }
 
-func (s *Service) retention() time.Duration {
-	if s.Retention > 0 {
-		return s.Retention
+func (s *Service) retention() time.Duration { return positiveOr(s.Retention, 90*24*time.Hour) }
+
+// positiveOr is v when it is set (above zero), else def.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	return 90 * 24 * time.Hour
+	return def
 }
 
 func (s *Service) log() *slog.Logger {

@@ -11,6 +11,7 @@ import (
 
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/ids"
+	"leadpipe/internal/keyset"
 	"leadpipe/internal/sources"
 )
 
@@ -143,10 +144,10 @@ func (s *Service) ListRuns(ctx context.Context, tenantID, sourceID string, limit
 	if err != nil {
 		return RunPage{}, err
 	}
-	page := RunPage{Items: runs}
-	if len(runs) > limit {
-		page.Items = runs[:limit]
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(runs[limit-1].ID))
+	page := RunPage{}
+	var last string
+	if page.Items, last = keyset.Cut(runs, limit, func(r Run) string { return r.ID }); last != "" {
+		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last))
 	}
 	return page, nil
 }

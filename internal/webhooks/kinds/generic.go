@@ -32,11 +32,10 @@ var GenericFields = []string{"email", "name", "first_name", "last_name", "phone"
 // genericKind: HMAC-SHA256 of the body in a configurable header; ids and
 // fields found by JSON paths.
 type genericKind struct {
-	header     string
-	base64     bool
-	prefix     string
-	idHeader   string
-	idPath     *jsonPath
+	header string
+	base64 bool
+	prefix string
+	idSource
 	keyPath    *jsonPath
 	timePath   *jsonPath
 	fieldPaths map[string]*jsonPath
@@ -175,16 +174,15 @@ func joinProblems(problems map[string]string) string {
 }
 
 func (g *genericKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
-	header := strings.TrimSpace(h.Get(g.header))
-	if header == "" {
-		return missingHeader(g.header)
+	header, err := headerText(h, g.header)
+	if err != nil {
+		return err
 	}
 	if g.prefix != "" {
 		header, _ = cutPrefixFold(header, g.prefix)
 	}
 	header, _ = cutPrefixFold(header, "sha256=") // never valid hex or base64, so safe to drop
 	var sig []byte
-	var err error
 	if g.base64 {
 		sig, err = decodeBase64(header)
 	} else {
@@ -199,23 +197,7 @@ func (g *genericKind) Verify(h http.Header, body []byte, secrets []string, _ tim
 // Parse: delivery id from the configured header or path (missing → no
 // delivery id), else the SHA-256 of the body when neither is configured.
 func (g *genericKind) Parse(h http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	var id string
-	switch {
-	case g.idHeader != "":
-		if id = cleanID(h.Get(g.idHeader)); id == "" {
-			return nil, fmt.Errorf("%w: missing %s header", ErrNoDeliveryID, g.idHeader)
-		}
-	case g.idPath != nil:
-		if id = cleanID(scalarText(g.idPath.lookup(body))); id == "" {
-			return nil, fmt.Errorf("%w: nothing at %s", ErrNoDeliveryID, g.idPath)
-		}
-	default:
-		id = bodyHash(body)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return g.records(h, body)
 }
 
 func (g *genericKind) Map(raw json.RawMessage) (Lead, error) {

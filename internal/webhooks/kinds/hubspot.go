@@ -2,8 +2,6 @@ package kinds
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -40,31 +38,15 @@ func (hubspotKind) Verify(h http.Header, body []byte, secrets []string, now time
 }
 
 func (hubspotKind) VerifyRequest(r Request, body []byte, secrets []string, now time.Time) error {
-	sigText := strings.TrimSpace(r.Header.Get(headerHubSpotSignatureV3))
-	if sigText == "" {
-		return missingHeader(headerHubSpotSignatureV3)
-	}
-	ts := strings.TrimSpace(r.Header.Get(headerHubSpotTimestamp))
-	if ts == "" {
-		return missingHeader(headerHubSpotTimestamp)
-	}
-	if err := checkMillis(ts, now); err != nil {
+	sig, ts, err := millisMAC(r.Header, headerHubSpotSignatureV3, headerHubSpotTimestamp, base64Sig, now)
+	if err != nil {
 		return err
-	}
-	sig, err := decodeBase64(sigText)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a base64 SHA-256 HMAC", ErrSignature, headerHubSpotSignatureV3)
 	}
 	if r.URI == "" {
 		return fmt.Errorf("%w: the request URI is unknown", ErrSignature)
 	}
 	method, uri := []byte(strings.ToUpper(r.Method)), []byte(HubSpotURI(r.URI))
-	for _, secret := range secrets {
-		if secret != "" && hmac.Equal(hmacSHA256([]byte(secret), method, uri, body, []byte(ts)), sig) {
-			return nil
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, rawKey, [][]byte{sig}, method, uri, body, []byte(ts))
 }
 
 // hubspotDecoded are the escapes HubSpot decodes in the URI it signs.
@@ -145,15 +127,9 @@ func hubspotRecords(events []json.RawMessage) ([]Record, error) {
 // Events carry no record order of their own across properties, so receipt
 // order decides (EventTime nil).
 func (hubspotKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := firstNonEmpty(doc.scalar("objectId"), doc.scalar("vid"), doc.scalar("id"))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: objectId is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "objectId", func(doc object) string {
+		return firstNonEmpty(doc.scalar("objectId"), doc.scalar("vid"), doc.scalar("id"))
+	})
 	if err != nil {
 		return Lead{}, err
 	}

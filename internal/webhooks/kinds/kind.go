@@ -259,6 +259,85 @@ func bodyHash(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// hashedRecord checks body and returns it as its request's one record, with
+// the delivery id idOf reads from it (cleaned), else the SHA-256 of the body.
+func hashedRecord(body []byte, idOf func(doc object) string) ([]Record, error) {
+	if err := checkBody(body); err != nil {
+		return nil, err
+	}
+	id := cleanID(idOf(decodeObject(body)))
+	if id == "" {
+		id = bodyHash(body)
+	}
+	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+}
+
+// namedRecord is hashedRecord for a body that must name its delivery: no id
+// is an ErrNoDeliveryID saying the member missing is missing.
+func namedRecord(body []byte, missing string, idOf func(doc object) string) ([]Record, error) {
+	if err := checkBody(body); err != nil {
+		return nil, err
+	}
+	id := cleanID(idOf(decodeObject(body)))
+	if id == "" {
+		return nil, fmt.Errorf("%w: %s is missing", ErrNoDeliveryID, missing)
+	}
+	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+}
+
+// openRecord starts a Map: the record's object, its natural key (keyOf of
+// the object) and the payload to store. No object is ErrUnparseable; no
+// key, an ErrNoNaturalKey saying missing is missing.
+func openRecord(raw json.RawMessage, missing string, keyOf func(doc object) string) (doc object, ref string, payload json.RawMessage, err error) {
+	if doc = decodeObject(raw); doc == nil {
+		return nil, "", nil, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
+	}
+	if ref = keyOf(doc); ref == "" {
+		return nil, "", nil, fmt.Errorf("%w: %s is missing", ErrNoNaturalKey, missing)
+	}
+	if payload, err = storablePayload(raw); err != nil {
+		return nil, "", nil, err
+	}
+	return doc, ref, payload, nil
+}
+
+// idSource is where a kind reads a request's delivery id: the header
+// idHeader, else the value at idPath in the body, else (neither set) the
+// SHA-256 of the body.
+type idSource struct {
+	idHeader string
+	idPath   *jsonPath
+}
+
+// headerID is the delivery id in the header, "" when it is in the body.
+func (s idSource) headerID(h http.Header) string {
+	if s.idHeader == "" {
+		return ""
+	}
+	return cleanID(h.Get(s.idHeader))
+}
+
+// records returns a checked body as its request's one record.
+func (s idSource) records(h http.Header, body []byte) ([]Record, error) {
+	if err := checkBody(body); err != nil {
+		return nil, err
+	}
+	var id string
+	switch {
+	case s.idHeader != "":
+		if id = cleanID(h.Get(s.idHeader)); id == "" {
+			return nil, fmt.Errorf("%w: missing %s header", ErrNoDeliveryID, s.idHeader)
+		}
+	case s.idPath != nil:
+		if id = cleanID(scalarText(s.idPath.lookup(body))); id == "" {
+			return nil, fmt.Errorf("%w: nothing at %s", ErrNoDeliveryID, s.idPath)
+		}
+	default:
+		id = bodyHash(body)
+	}
+	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+}
+
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails since Go 1.24 (it crashes instead)
@@ -409,15 +488,11 @@ func isEmptyConfig(config json.RawMessage) bool {
 func HeaderDeliveryID(k Kind, h http.Header) string {
 	switch k := k.(type) {
 	case standardKind:
-		return cleanID(h.Get(headerWebhookID))
+		return standardID.headerID(h)
 	case *genericKind:
-		if k.idHeader != "" {
-			return cleanID(h.Get(k.idHeader))
-		}
+		return k.headerID(h)
 	case *tokenKind:
-		if k.idHeader != "" {
-			return cleanID(h.Get(k.idHeader))
-		}
+		return k.headerID(h)
 	}
 	return ""
 }

@@ -1,11 +1,8 @@
 package kinds
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -30,21 +27,16 @@ func (linkedinKind) Name() string { return LinkedIn }
 var linkedinSignPrefix = []byte("hmacsha256=")
 
 func (linkedinKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
-	header := strings.TrimSpace(h.Get(headerLinkedInSignature))
-	if header == "" {
-		return missingHeader(headerLinkedInSignature)
+	header, err := headerText(h, headerLinkedInSignature)
+	if err != nil {
+		return err
 	}
 	header, _ = cutPrefixFold(header, "hmacsha256=") // some examples show it in the header too
-	sig, err := hex.DecodeString(header)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a hex SHA-256 HMAC", ErrSignature, headerLinkedInSignature)
+	sig, err := hexSig.mac(headerLinkedInSignature, header)
+	if err != nil {
+		return err
 	}
-	for _, secret := range secrets {
-		if secret != "" && hmac.Equal(hmacSHA256([]byte(secret), linkedinSignPrefix, body), sig) {
-			return nil
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, rawKey, [][]byte{sig}, linkedinSignPrefix, body)
 }
 
 // LinkedInChallenge answers LinkedIn's validation GET: the JSON body to send
@@ -88,26 +80,22 @@ func LinkedInResponseID(v string) string {
 // the response's own id (a response posted as the API returns it), else
 // the SHA-256 of the body.
 func (linkedinKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
+	return hashedRecord(body, linkedinDeliveryID)
+}
+
+func linkedinDeliveryID(doc object) string {
+	if id := cleanID(doc.scalar("notificationId")); id != "" {
+		return id
 	}
-	doc := decodeObject(body)
-	id := cleanID(doc.scalar("notificationId"))
-	if id == "" {
-		if resp := LinkedInResponseID(doc.scalar("leadGenFormResponse")); resp != "" {
-			if a := doc.scalar("leadAction"); a != "" && a != "CREATED" {
-				resp += "/" + a
-			}
-			id = cleanID(resp)
+	if resp := LinkedInResponseID(doc.scalar("leadGenFormResponse")); resp != "" {
+		if a := doc.scalar("leadAction"); a != "" && a != "CREATED" {
+			resp += "/" + a
+		}
+		if id := cleanID(resp); id != "" {
+			return id
 		}
 	}
-	if id == "" {
-		id = cleanID(doc.scalar("id"))
-	}
-	if id == "" {
-		id = bodyHash(body)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return doc.scalar("id")
 }
 
 // Map accepts a Lead Sync notification (no person: "details pending" until
@@ -118,15 +106,9 @@ func (linkedinKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // (predefinedField), which the API returns with the response when asked
 // for the form (pull.LinkedInFields).
 func (linkedinKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := LinkedInResponseID(firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id")))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: leadGenFormResponse (or id) is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "leadGenFormResponse (or id)", func(doc object) string {
+		return LinkedInResponseID(firstNonEmpty(doc.scalar("leadGenFormResponse"), doc.scalar("id")))
+	})
 	if err != nil {
 		return Lead{}, err
 	}

@@ -1,8 +1,6 @@
 package kinds
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,17 +18,9 @@ type metaKind struct{}
 func (metaKind) Name() string { return Meta }
 
 func (metaKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
-	header := strings.TrimSpace(h.Get(headerHubSignature256))
-	if header == "" {
-		return missingHeader(headerHubSignature256)
-	}
-	enc, ok := cutPrefixFold(header, "sha256=")
-	if !ok {
-		return fmt.Errorf("%w: %s header lacks sha256=", ErrSignature, headerHubSignature256)
-	}
-	sig, err := hex.DecodeString(enc)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a hex SHA-256 HMAC", ErrSignature, headerHubSignature256)
+	sig, err := headerMAC(h, headerHubSignature256, "sha256=", hexSig)
+	if err != nil {
+		return err
 	}
 	return matchBodyHMAC(body, secrets, sig)
 }
@@ -90,15 +80,7 @@ func (metaKind) Parse(_ http.Header, body []byte) ([]Record, error) {
 // created_time like 2024-01-02T03:04:05+0000): enrichment and reconcile feed
 // Graph objects through here too.
 func (metaKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	ref := firstNonEmpty(doc.scalar("leadgen_id"), doc.scalar("id"))
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: leadgen_id (or id) is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "leadgen_id (or id)", func(doc object) string { return firstNonEmpty(doc.scalar("leadgen_id"), doc.scalar("id")) })
 	if err != nil {
 		return Lead{}, err
 	}

@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -62,30 +61,17 @@ func (standardKind) Verify(h http.Header, body []byte, secrets []string, now tim
 	}
 	// The reference libraries sign the parsed timestamp, not the header text.
 	signedTS := []byte(strconv.FormatInt(t, 10))
-	for _, secret := range secrets {
-		key, ok := standardKey(secret)
-		if !ok {
-			continue
-		}
-		want := hmacSHA256(key, []byte(id), dot, signedTS, dot, body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, func(secret string) []byte {
+		key, _ := standardKey(secret)
+		return key
+	}, sigs, []byte(id), dot, signedTS, dot, body)
 }
 
+// standardID: the delivery id is the webhook-id header.
+var standardID = idSource{idHeader: headerWebhookID}
+
 func (standardKind) Parse(h http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(h.Get(headerWebhookID))
-	if id == "" {
-		return nil, fmt.Errorf("%w: missing %s header", ErrNoDeliveryID, headerWebhookID)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return standardID.records(h, body)
 }
 
 // Map: natural key data.id (else the record object's id); fields from

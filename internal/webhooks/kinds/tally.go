@@ -1,12 +1,9 @@
 package kinds
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -21,13 +18,9 @@ type tallyKind struct{}
 func (tallyKind) Name() string { return Tally }
 
 func (tallyKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
-	header := strings.TrimSpace(h.Get(headerTallySignature))
-	if header == "" {
-		return missingHeader(headerTallySignature)
-	}
-	sig, err := decodeBase64(header)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a base64 SHA-256 HMAC", ErrSignature, headerTallySignature)
+	sig, err := headerMAC(h, headerTallySignature, "", base64Sig)
+	if err != nil {
+		return err
 	}
 	return matchBodyHMAC(body, secrets, sig)
 }
@@ -38,32 +31,17 @@ func signTally(secret string, body []byte) string {
 
 // Parse: the delivery id is eventId.
 func (tallyKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(decodeObject(body).scalar("eventId"))
-	if id == "" {
-		return nil, fmt.Errorf("%w: eventId is missing", ErrNoDeliveryID)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return namedRecord(body, "eventId", func(doc object) string { return doc.scalar("eventId") })
 }
 
 // Map: natural key data.responseId; data.fields[] by type (INPUT_EMAIL,
 // INPUT_PHONE_NUMBER), else by label as a web form's fields.
 func (tallyKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	data := doc.object("data")
-	ref := data.scalar("responseId")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: data.responseId is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "data.responseId", func(doc object) string { return doc.object("data").scalar("responseId") })
 	if err != nil {
 		return Lead{}, err
 	}
+	data := doc.object("data")
 	var email, phone string
 	byLabel := object{}
 	for _, item := range data.array("fields") {

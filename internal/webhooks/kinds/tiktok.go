@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,9 +25,9 @@ type tiktokKind struct{}
 func (tiktokKind) Name() string { return TikTok }
 
 func (tiktokKind) Verify(h http.Header, body []byte, secrets []string, now time.Time) error {
-	header := strings.TrimSpace(h.Get(headerTikTokSignature))
-	if header == "" {
-		return missingHeader(headerTikTokSignature)
+	header, err := headerText(h, headerTikTokSignature)
+	if err != nil {
+		return err
 	}
 	var ts string
 	var sigs [][]byte
@@ -52,18 +51,7 @@ func (tiktokKind) Verify(h http.Header, body []byte, secrets []string, now time.
 	if _, err := parseSignedTime(ts, now); err != nil {
 		return err
 	}
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
-		want := hmacSHA256([]byte(secret), []byte(ts), dot, body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, rawKey, sigs, []byte(ts), dot, body)
 }
 
 func signTikTok(secret string, body []byte, now time.Time) string {
@@ -73,32 +61,17 @@ func signTikTok(secret string, body []byte, now time.Time) string {
 
 // Parse: the delivery id is event_id, else the SHA-256 of the body.
 func (tiktokKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(decodeObject(body).scalar("event_id"))
-	if id == "" {
-		id = bodyHash(body)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return hashedRecord(body, func(doc object) string { return doc.scalar("event_id") })
 }
 
 // Map: natural key lead.lead_id; answers by field_name (name, email,
 // phone_number, company_name), else by question as a web form's fields.
 func (tiktokKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	lead := doc.object("lead")
-	ref := lead.scalar("lead_id")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: lead.lead_id is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "lead.lead_id", func(doc object) string { return doc.object("lead").scalar("lead_id") })
 	if err != nil {
 		return Lead{}, err
 	}
+	lead := doc.object("lead")
 	named := object{}
 	for _, a := range lead.array("answers") {
 		ans := decodeObject(a)

@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -57,32 +56,13 @@ func (timestampedKind) Verify(h http.Header, body []byte, secrets []string, now 
 	if len(sigs) == 0 {
 		return fmt.Errorf("%w: no v1= signature in signature header", ErrSignature)
 	}
-	signedTS := []byte(strconv.FormatInt(t, 10))
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
-		want := hmacSHA256([]byte(secret), signedTS, dot, body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, rawKey, sigs, []byte(strconv.FormatInt(t, 10)), dot, body)
 }
 
 // Parse: delivery id is the top-level id, else the SHA-256 of the body (a
 // Calendly retry is then a duplicate; its later invitee.canceled is new).
 func (timestampedKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(decodeObject(body).scalar("id"))
-	if id == "" {
-		id = bodyHash(body)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return hashedRecord(body, func(doc object) string { return doc.scalar("id") })
 }
 
 // Map: natural key data.object.id, else data.id, else payload.uri (Calendly

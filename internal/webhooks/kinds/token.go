@@ -35,12 +35,11 @@ type TokenConfig struct {
 }
 
 type tokenKind struct {
-	header   string
-	allowed  []netip.Prefix
-	idHeader string
-	idPath   *jsonPath
-	keyPath  *jsonPath
-	fields   map[string]*jsonPath
+	header  string
+	allowed []netip.Prefix
+	idSource
+	keyPath *jsonPath
+	fields  map[string]*jsonPath
 }
 
 func (*tokenKind) Name() string { return Token }
@@ -227,23 +226,7 @@ func SecretURLToken(secret string) string {
 // Parse: the delivery id from the configured header or path, else the
 // SHA-256 of the body (a sender's retry is then a duplicate).
 func (t *tokenKind) Parse(h http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	var id string
-	switch {
-	case t.idHeader != "":
-		if id = cleanID(h.Get(t.idHeader)); id == "" {
-			return nil, fmt.Errorf("%w: missing %s header", ErrNoDeliveryID, t.idHeader)
-		}
-	case t.idPath != nil:
-		if id = cleanID(scalarText(t.idPath.lookup(body))); id == "" {
-			return nil, fmt.Errorf("%w: nothing at %s", ErrNoDeliveryID, t.idPath)
-		}
-	default:
-		id = bodyHash(body)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return t.records(h, body)
 }
 
 // Map: fields by the configured paths, else by name from the top level (or

@@ -1,12 +1,9 @@
 package kinds
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -19,43 +16,15 @@ type typeformKind struct{}
 func (typeformKind) Name() string { return Typeform }
 
 func (typeformKind) Verify(h http.Header, body []byte, secrets []string, _ time.Time) error {
-	header := strings.TrimSpace(h.Get(headerTypeformSignature))
-	if header == "" {
-		return missingHeader(headerTypeformSignature)
-	}
-	enc, ok := cutPrefixFold(header, "sha256=")
-	if !ok {
-		return fmt.Errorf("%w: %s header lacks sha256=", ErrSignature, headerTypeformSignature)
-	}
-	sig, err := decodeBase64(enc)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a base64 SHA-256 HMAC", ErrSignature, headerTypeformSignature)
+	sig, err := headerMAC(h, headerTypeformSignature, "sha256=", base64Sig)
+	if err != nil {
+		return err
 	}
 	return matchBodyHMAC(body, secrets, sig)
 }
 
-// matchBodyHMAC checks sig against HMAC-SHA256(secret, body) for every secret.
-func matchBodyHMAC(body []byte, secrets []string, sig []byte) error {
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
-		if hmac.Equal(hmacSHA256([]byte(secret), body), sig) {
-			return nil
-		}
-	}
-	return noMatch()
-}
-
 func (typeformKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(decodeObject(body).scalar("event_id"))
-	if id == "" {
-		return nil, fmt.Errorf("%w: event_id is missing", ErrNoDeliveryID)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return namedRecord(body, "event_id", func(doc object) string { return doc.scalar("event_id") })
 }
 
 // Map: natural key form_response.token; email and phone from the first

@@ -1,11 +1,8 @@
 package kinds
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,27 +29,11 @@ func (webflowKind) Name() string { return Webflow }
 var colon = []byte{':'}
 
 func (webflowKind) Verify(h http.Header, body []byte, secrets []string, now time.Time) error {
-	sigText := strings.TrimSpace(h.Get(headerWebflowSignature))
-	if sigText == "" {
-		return missingHeader(headerWebflowSignature)
-	}
-	ts := strings.TrimSpace(h.Get(headerWebflowTimestamp))
-	if ts == "" {
-		return missingHeader(headerWebflowTimestamp)
-	}
-	if err := checkMillis(ts, now); err != nil {
+	sig, ts, err := millisMAC(h, headerWebflowSignature, headerWebflowTimestamp, hexSig, now)
+	if err != nil {
 		return err
 	}
-	sig, err := hex.DecodeString(sigText)
-	if err != nil || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: %s header is not a hex SHA-256 HMAC", ErrSignature, headerWebflowSignature)
-	}
-	for _, secret := range secrets {
-		if secret != "" && hmac.Equal(hmacSHA256([]byte(secret), []byte(ts), colon, body), sig) {
-			return nil
-		}
-	}
-	return noMatch()
+	return matchHMAC(secrets, rawKey, [][]byte{sig}, []byte(ts), colon, body)
 }
 
 func signWebflow(secret string, body []byte, now time.Time) (sig, ts string) {
@@ -62,32 +43,17 @@ func signWebflow(secret string, body []byte, now time.Time) (sig, ts string) {
 
 // Parse: the delivery id is the submission's payload.id.
 func (webflowKind) Parse(_ http.Header, body []byte) ([]Record, error) {
-	if err := checkBody(body); err != nil {
-		return nil, err
-	}
-	id := cleanID(decodeObject(body).object("payload").scalar("id"))
-	if id == "" {
-		return nil, fmt.Errorf("%w: payload.id is missing", ErrNoDeliveryID)
-	}
-	return []Record{{DeliveryID: id, Raw: clone(body)}}, nil
+	return namedRecord(body, "payload.id", func(doc object) string { return doc.object("payload").scalar("id") })
 }
 
 // Map: natural key payload.id; payload.data fields by name, ignoring case
 // and spaces (email, name or first + last name, phone, company).
 func (webflowKind) Map(raw json.RawMessage) (Lead, error) {
-	doc := decodeObject(raw)
-	if doc == nil {
-		return Lead{}, fmt.Errorf("%w: payload is not a JSON object", ErrUnparseable)
-	}
-	p := doc.object("payload")
-	ref := p.scalar("id")
-	if ref == "" {
-		return Lead{}, fmt.Errorf("%w: payload.id is missing", ErrNoNaturalKey)
-	}
-	payload, err := storablePayload(raw)
+	doc, ref, payload, err := openRecord(raw, "payload.id", func(doc object) string { return doc.object("payload").scalar("id") })
 	if err != nil {
 		return Lead{}, err
 	}
+	p := doc.object("payload")
 	l := flatLead(p.object("data"))
 	l.SourceRef, l.Payload = NormalizeID(ref), payload
 	l.CreatedAt = firstTime(p, "submittedAt")
