@@ -494,23 +494,38 @@ func (g *galeraSuite) migratedOnce(dbName string) {
 	}
 }
 
-// nodesAgree: every node holds the same deliveries and leads.
+// nodesAgree: the workers have folded the servers' duplicate log, and
+// every node holds the same deliveries, duplicate counts and leads.
 func (g *galeraSuite) nodesAgree(dbName string) {
 	t := g.t
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var logged int
+		if err := g.check.Get(&logged, `SELECT COUNT(*) FROM delivery_dup_log`); err != nil {
+			t.Fatal(err)
+		}
+		if logged == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d duplicate log rows still unfolded after 20 s", logged)
+			break
+		}
+	}
 	var want string
 	for _, n := range g.cluster.nodes {
 		d, err := sqlx.Open("mysql", fmt.Sprintf("root@tcp(%s)/%s?wsrep_sync_wait=1", n.addr(), dbName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var deliveries, leads, processed int
-		err = d.QueryRow(`SELECT (SELECT COUNT(*) FROM deliveries), (SELECT COUNT(*) FROM leads), (SELECT COUNT(*) FROM deliveries WHERE state = 'processed')`).Scan(&deliveries, &leads, &processed)
+		var deliveries, leads, processed, dups int
+		err = d.QueryRow(`SELECT (SELECT COUNT(*) FROM deliveries), (SELECT COUNT(*) FROM leads), (SELECT COUNT(*) FROM deliveries WHERE state = 'processed'),
+			(SELECT IFNULL(SUM(dup_count), 0) FROM deliveries)`).Scan(&deliveries, &leads, &processed, &dups)
 		d.Close()
 		if err != nil {
 			t.Errorf("node %d: %v", n.n, err)
 			continue
 		}
-		got := fmt.Sprintf("%d deliveries (%d processed), %d leads", deliveries, processed, leads)
+		got := fmt.Sprintf("%d deliveries (%d processed, %d repeats counted), %d leads", deliveries, processed, dups, leads)
 		if want == "" {
 			want = got
 			t.Logf("  every node: %s", got)
