@@ -148,11 +148,7 @@ func (s *Reads) ForLead(ctx context.Context, tenantID, leadID string, limit int)
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
-	for i := range out {
-		out[i].SourceName = names[out[i].SourceID]
-	}
-	return out, err
+	return out, s.nameSources(ctx, tenantID, len(out), func(i int) (string, *string) { return out[i].SourceID, &out[i].SourceName })
 }
 
 // DuplicatesForLead lists a lead's deliveries that arrived again, the
@@ -166,24 +162,27 @@ func (s *Reads) DuplicatesForLead(ctx context.Context, tenantID, leadID string, 
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
-	for i := range out {
-		out[i].SourceName = names[out[i].SourceID]
-	}
-	return out, err
+	return out, s.nameSources(ctx, tenantID, len(out), func(i int) (string, *string) { return out[i].SourceID, &out[i].SourceName })
 }
 
-// sourceNames asks the sources area for the names of n rows' sources.
-func (s *Reads) sourceNames(ctx context.Context, tenantID string, n int, id func(int) string) (map[string]string, error) {
+// nameSources asks the sources area for the names of n rows' sources and
+// sets each row's name; row i gives its source id and where its name goes.
+// A row keeps an empty name when the names cannot be read (the error).
+func (s *Reads) nameSources(ctx context.Context, tenantID string, n int, row func(int) (string, *string)) error {
 	seen := map[string]bool{}
 	var ids []string
 	for i := 0; i < n; i++ {
-		if k := id(i); !seen[k] {
+		if k, _ := row(i); !seen[k] {
 			seen[k] = true
 			ids = append(ids, k)
 		}
 	}
-	return sources.Names(ctx, s.DB, tenantID, ids)
+	names, err := sources.Names(ctx, s.DB, tenantID, ids)
+	for i := 0; i < n; i++ {
+		id, name := row(i)
+		*name = names[id]
+	}
+	return err
 }
 
 // ProcessedSince lists a source's deliveries processed into a lead since a
