@@ -81,12 +81,9 @@ type LeadDuplicate struct {
 // touches), the deliveries that upserted it and their duplicates, newest
 // first. Another tenant's lead is 404.
 func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]TimelineEntry, error) {
-	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
-		return nil, err
-	}
 	// A survivor's timeline is its group's (merge.go): its own and that of
 	// every lead merged into it, whose entries keep their own rows.
-	group, err := groupOf(ctx, s.DB, tenantID, leadID)
+	group, err := s.existingGroup(ctx, tenantID, leadID)
 	if err != nil {
 		return nil, err
 	}
