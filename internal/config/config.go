@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,13 +147,7 @@ var Vars = []Var{
 		c.SecretKey = k
 		return nil
 	}},
-	{Name: "LEADPIPE_WORKER", Default: "inprocess", Help: "inprocess: the server also runs the worker and scheduler; off: run cmd/worker separately", parse: func(c *Config, v string) error {
-		if v != "inprocess" && v != "off" {
-			return fmt.Errorf("want inprocess or off")
-		}
-		c.Worker = v
-		return nil
-	}},
+	{Name: "LEADPIPE_WORKER", Default: "inprocess", Help: "inprocess: the server also runs the worker and scheduler; off: run cmd/worker separately", parse: choiceVar(func(c *Config, v string) { c.Worker = v }, "inprocess", "off")},
 	{Name: "LEADPIPE_PROCS", Default: "shared", Help: "CPUs that run this process's Go code at once (GOMAXPROCS): shared (half of the machine's or container's, at least 1: MySQL beside it needs most of the CPU), all, or a number; GOMAXPROCS, when set, wins", parse: func(c *Config, v string) error {
 		switch v {
 		case "shared":
@@ -173,21 +168,8 @@ var Vars = []Var{
 	{Name: "LEADPIPE_IDEMPOTENCY_TTL", Default: "24h", Help: "how long Idempotency-Key outcomes are kept", parse: durationVar(func(c *Config, d time.Duration) { c.IdempotencyTTL = d })},
 	{Name: "LEADPIPE_SWEEP_AFTER", Default: "5s", Help: "a delivery unprocessed this long is re-enqueued by the sweeper", parse: durationVar(func(c *Config, d time.Duration) { c.SweepAfter = d })},
 	{Name: "LEADPIPE_SHUTDOWN_TIMEOUT", Default: "20s", Help: "graceful shutdown limit", parse: durationVar(func(c *Config, d time.Duration) { c.ShutdownTimeout = d })},
-	{Name: "LEADPIPE_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", parse: func(c *Config, v string) error {
-		switch v {
-		case "debug", "info", "warn", "error":
-			c.LogLevel = v
-			return nil
-		}
-		return fmt.Errorf("want debug, info, warn or error")
-	}},
-	{Name: "LEADPIPE_LOG_FORMAT", Default: "text", Help: "text or json", parse: func(c *Config, v string) error {
-		if v != "text" && v != "json" {
-			return fmt.Errorf("want text or json")
-		}
-		c.LogFormat = v
-		return nil
-	}},
+	{Name: "LEADPIPE_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", parse: choiceVar(func(c *Config, v string) { c.LogLevel = v }, "debug", "info", "warn", "error")},
+	{Name: "LEADPIPE_LOG_FORMAT", Default: "text", Help: "text or json", parse: choiceVar(func(c *Config, v string) { c.LogFormat = v }, "text", "json")},
 	{Name: "LEADPIPE_DUPLICATE_MEMORY", Default: "32MiB", Help: "memory per server process for answering duplicates of committed deliveries without a database round trip (their delivery ids, and the counts waiting for the next flush); 0 turns that off", parse: func(c *Config, v string) error {
 		n, err := parseBytes(v)
 		if err != nil {
@@ -303,6 +285,18 @@ func tokenVar(set func(*Config, string)) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		if v != "" && len(v) < 16 {
 			return fmt.Errorf("too short: use at least 16 characters")
+		}
+		set(c, v)
+		return nil
+	}
+}
+
+// choiceVar reads one of two or more words.
+func choiceVar(set func(*Config, string), choices ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if !slices.Contains(choices, v) {
+			last := len(choices) - 1
+			return fmt.Errorf("want %s or %s", strings.Join(choices[:last], ", "), choices[last])
 		}
 		set(c, v)
 		return nil

@@ -85,18 +85,9 @@ type Kind interface {
 	Map(raw json.RawMessage) (Lead, error)
 }
 
+// The kinds without a config are Kinds by their table (unconfigured).
 var (
-	_ Kind = standardKind{}
-	_ Kind = timestampedKind{}
-	_ Kind = typeformKind{}
-	_ Kind = metaKind{}
-	_ Kind = googleAdsKind{}
 	_ Kind = (*genericKind)(nil)
-	_ Kind = linkedinKind{}
-	_ Kind = hubspotKind{}
-	_ Kind = webflowKind{}
-	_ Kind = tallyKind{}
-	_ Kind = tiktokKind{}
 	_ Kind = (*tokenKind)(nil)
 
 	_ RequestVerifier = hubspotKind{}
