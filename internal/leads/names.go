@@ -3,8 +3,7 @@ package leads
 import (
 	"context"
 
-	"github.com/jmoiron/sqlx"
-
+	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
 
@@ -23,16 +22,12 @@ func (s *Service) Names(ctx context.Context, tenantID string, leadIDs []string) 
 	if len(valid) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT id, COALESCE(NULLIF(name, ''), NULLIF(email, ''), NULLIF(company, ''), '') AS label
-FROM leads WHERE tenant_id = ? AND id IN (?)`, tenantID, valid)
-	if err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		ID    string `db:"id"`
 		Label string `db:"label"`
 	}
-	if err := s.DB.SelectContext(ctx, &rows, s.DB.Rebind(q), args...); err != nil {
+	if err := db.SelectIn(ctx, s.DB, &rows, `SELECT id, COALESCE(NULLIF(name, ''), NULLIF(email, ''), NULLIF(company, ''), '') AS label
+FROM leads WHERE tenant_id = ? AND id IN (?)`, tenantID, valid); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {

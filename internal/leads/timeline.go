@@ -7,8 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -166,11 +164,6 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 // lead's row by the statement that created it (Insert, insertManual), the
 // owner's name as it is now.
 func assignmentEntries(ctx context.Context, x db.Ext, tenantID string, leadIDs []string) ([]TimelineEntry, error) {
-	q, args, err := sqlx.In(`SELECT id, assigned_at, assigned_owner_id, assigned_rule_id, assigned_rule_name FROM leads
-		WHERE tenant_id = ? AND id IN (?) AND assigned_rule_id IS NOT NULL AND assigned_at IS NOT NULL`, tenantID, leadIDs)
-	if err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		LeadID   string    `db:"id"`
 		At       time.Time `db:"assigned_at"`
@@ -178,7 +171,8 @@ func assignmentEntries(ctx context.Context, x db.Ext, tenantID string, leadIDs [
 		RuleID   string    `db:"assigned_rule_id"`
 		RuleName *string   `db:"assigned_rule_name"`
 	}
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil || len(rows) == 0 {
+	if err := db.SelectIn(ctx, x, &rows, `SELECT id, assigned_at, assigned_owner_id, assigned_rule_id, assigned_rule_name FROM leads
+		WHERE tenant_id = ? AND id IN (?) AND assigned_rule_id IS NOT NULL AND assigned_at IS NOT NULL`, tenantID, leadIDs); err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	var owners []string

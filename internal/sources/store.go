@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -114,15 +112,11 @@ func Names(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[st
 	if len(ids) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT id, name FROM sources WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		ID   string `db:"id"`
 		Name string `db:"name"`
 	}
-	if err := x.SelectContext(ctx, &rows, x.Rebind(q), args...); err != nil {
+	if err := db.SelectIn(ctx, x, &rows, `SELECT id, name FROM sources WHERE tenant_id = ? AND id IN (?)`, tenantID, ids); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {

@@ -206,16 +206,12 @@ func (s *Reads) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []st
 	if len(leadIDs) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT lead_id, SUM(dups_counted) AS n FROM deliveries
-		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs)
-	if err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		LeadID string `db:"lead_id"`
 		N      int    `db:"n"`
 	}
-	if err := s.DB.SelectContext(ctx, &rows, s.DB.Rebind(q), args...); err != nil {
+	if err := db.SelectIn(ctx, s.DB, &rows, `SELECT lead_id, SUM(dups_counted) AS n FROM deliveries
+		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
