@@ -33,6 +33,23 @@ func SelectIn(ctx context.Context, x Ext, dest any, query string, args ...any) e
 	return x.SelectContext(ctx, dest, x.Rebind(q), a...)
 }
 
+// KeyValuesIn runs a SelectIn query whose rows are a key column k and a
+// value column v, and maps each key to its value.
+func KeyValuesIn[V any](ctx context.Context, x Ext, query string, args ...any) (map[string]V, error) {
+	var rows []struct {
+		K string `db:"k"`
+		V V      `db:"v"`
+	}
+	if err := SelectIn(ctx, x, &rows, query, args...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]V, len(rows))
+	for _, r := range rows {
+		out[r.K] = r.V
+	}
+	return out, nil
+}
+
 // ExecIn is ExecContext for a statement with list arguments (SelectIn).
 func ExecIn(ctx context.Context, x Ext, query string, args ...any) (sql.Result, error) {
 	q, a, err := sqlx.In(query, args...)

@@ -139,21 +139,10 @@ func utcPtr(t *time.Time) *time.Time {
 
 // duplicateCounts reads the duplicate arrivals counted on each delivery.
 func duplicateCounts(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[string]int, error) {
-	out := map[string]int{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]int{}, nil
 	}
-	var rows []struct {
-		ID string `db:"id"`
-		N  int    `db:"n"`
-	}
-	if err := db.SelectIn(ctx, x, &rows, `SELECT id, dup_count AS n FROM deliveries WHERE tenant_id = ? AND id IN (?)`, tenantID, ids); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.ID] = r.N
-	}
-	return out, nil
+	return db.KeyValuesIn[int](ctx, x, `SELECT id AS k, dup_count AS v FROM deliveries WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
 }
 
 // CountDeliveries counts a source's deliveries in one state (dead_letter:

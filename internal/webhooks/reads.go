@@ -202,22 +202,11 @@ func (s *Reads) ProcessedSince(ctx context.Context, tenantID, sourceID string, s
 // them (components.SightingsText). One query for a page of leads, on
 // ix_deliveries_lead; leads without repeats are absent.
 func (s *Reads) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []string) (map[string]int, error) {
-	out := map[string]int{}
 	if len(leadIDs) == 0 {
-		return out, nil
+		return map[string]int{}, nil
 	}
-	var rows []struct {
-		LeadID string `db:"lead_id"`
-		N      int    `db:"n"`
-	}
-	if err := db.SelectIn(ctx, s.DB, &rows, `SELECT lead_id, SUM(dups_counted) AS n FROM deliveries
-		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.LeadID] = r.N
-	}
-	return out, nil
+	return db.KeyValuesIn[int](ctx, s.DB, `SELECT lead_id AS k, SUM(dups_counted) AS v FROM deliveries
+		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs)
 }
 
 // PendingRefs maps the source's deliveries not yet turned into a lead
