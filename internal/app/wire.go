@@ -312,36 +312,29 @@ func (a *App) operatorRoutes() []func(r web.Router) {
 // registerTasks gives the worker every task handler and periodic task.
 func (a *App) registerTasks(mon *monitor.Service, rc *reconcile.Service, idem *idempotency.Store, proc *webhooks.Processor) {
 	j := a.Jobs
-	j.Handle(monitor.TypeEvaluate, mon.HandleEvaluate)
-	j.Every(jobs.Periodic{Type: monitor.TypeEvaluate, Every: time.Minute, Queue: jobs.QueueDefault})
-	j.Handle(monitor.TypePurge, mon.HandlePurge)
-	j.Every(jobs.Periodic{Type: monitor.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+	j.HandleEvery(monitor.TypeEvaluate, mon.HandleEvaluate, time.Minute, jobs.QueueDefault)
+	j.HandleEvery(monitor.TypePurge, mon.HandlePurge, time.Hour, jobs.QueueLow)
 
 	j.Handle(webhooks.TypeProcessDelivery, proc.HandleProcess)
 	j.OnFailure(webhooks.TypeProcessDelivery, proc.HandleFinalFailure)
 	j.Handle(webhooks.TypeProcessBatch, proc.HandleBatch)
 	j.OnFailure(webhooks.TypeProcessBatch, proc.HandleFinalFailure)
 	sweepAfter := a.Cfg.SweepAfter
-	j.Handle(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
+	j.HandleEvery(webhooks.TypeSweep, func(ctx context.Context, t *asynq.Task) error {
 		_, err := proc.Sweep(ctx, sweepAfter)
 		return err
-	})
-	j.Every(jobs.Periodic{Type: webhooks.TypeSweep, Every: 10 * time.Second, Queue: jobs.QueueCritical})
+	}, 10*time.Second, jobs.QueueCritical)
 
-	j.Handle(idempotency.TypePurge, idem.HandlePurge)
-	j.Every(jobs.Periodic{Type: idempotency.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+	j.HandleEvery(idempotency.TypePurge, idem.HandlePurge, time.Hour, jobs.QueueLow)
 
-	j.Handle(reconcile.TypeTick, rc.HandleTick)
+	j.HandleEvery(reconcile.TypeTick, rc.HandleTick, time.Minute, jobs.QueueDefault)
 	j.Handle(reconcile.TypeSource, rc.HandleSource)
 	j.Handle(reconcile.TypeEnrich, rc.HandleEnrich)
-	j.Handle(reconcile.TypePurge, rc.HandlePurge)
-	j.Every(jobs.Periodic{Type: reconcile.TypeTick, Every: time.Minute, Queue: jobs.QueueDefault})
-	j.Every(jobs.Periodic{Type: reconcile.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+	j.HandleEvery(reconcile.TypePurge, rc.HandlePurge, time.Hour, jobs.QueueLow)
 
 	j.Handle(events.TypeDeliver, a.Events.HandleDeliver)
 
-	j.Handle(retention.TypePurge, a.Retention.HandlePurge)
-	j.Every(jobs.Periodic{Type: retention.TypePurge, Every: time.Hour, Queue: jobs.QueueLow})
+	j.HandleEvery(retention.TypePurge, a.Retention.HandlePurge, time.Hour, jobs.QueueLow)
 }
 
 // runEvents starts the events queue's Asynq server and the relay (with its

@@ -13,6 +13,5 @@ import (
 func (a *App) registerImportTasks(imp *imports.Service) {
 	a.Jobs.Handle(imports.TypeRun, imp.HandleRun)
 	a.Jobs.OnFailure(imports.TypeRun, imp.HandleFailure)
-	a.Jobs.Handle(imports.TypeSweep, imp.HandleSweep)
-	a.Jobs.Every(jobs.Periodic{Type: imports.TypeSweep, Every: time.Minute, Queue: jobs.QueueLow})
+	a.Jobs.HandleEvery(imports.TypeSweep, imp.HandleSweep, time.Minute, jobs.QueueLow)
 }

@@ -42,10 +42,8 @@ func (a *App) tenantIDs(ctx context.Context) ([]string, error) {
 func (a *App) registerNotifyTasks(n *notify.Service) {
 	j := a.Jobs
 	j.Handle(notify.TypeSend, n.HandleSend)
-	j.Handle(notify.TypePump, n.HandlePump)
-	j.Every(jobs.Periodic{Type: notify.TypePump, Every: 2 * time.Second, Queue: jobs.QueueDefault})
-	j.Handle(notify.TypeScan, n.HandleScan)
-	j.Every(jobs.Periodic{Type: notify.TypeScan, Every: time.Minute, Queue: jobs.QueueDefault})
+	j.HandleEvery(notify.TypePump, n.HandlePump, 2*time.Second, jobs.QueueDefault)
+	j.HandleEvery(notify.TypeScan, n.HandleScan, time.Minute, jobs.QueueDefault)
 }
 
 // notifyAssigned writes "a lead was assigned to you" in the assignment's

@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,31 +81,8 @@ var Vars = []Var{
 		c.Addr = v
 		return nil
 	}},
-	{Name: "LEADPIPE_MYSQL_DSN", Default: "root@tcp(127.0.0.1:3306)/leadpipe?parseTime=true&loc=UTC", Help: "MySQL/MariaDB DSN (go-sql-driver format); the database is created if missing", Secret: true, parse: func(c *Config, v string) error {
-		cfg, err := mysql.ParseDSN(v)
-		if err != nil {
-			return fmt.Errorf("not a valid DSN: %v", err)
-		}
-		if cfg.DBName == "" {
-			return fmt.Errorf("names no database")
-		}
-		c.MySQLDSN = v
-		return nil
-	}},
-	{Name: "LEADPIPE_MYSQL_READ_DSN", Default: "", Help: "optional replica DSN: lists, charts and exports read from it while it replicates within LEADPIPE_MYSQL_READ_MAX_LAG (else from the primary); reads of one's own writes always use LEADPIPE_MYSQL_DSN", Secret: true, parse: func(c *Config, v string) error {
-		if v == "" {
-			return nil
-		}
-		cfg, err := mysql.ParseDSN(v)
-		if err != nil {
-			return fmt.Errorf("not a valid DSN: %v", err)
-		}
-		if cfg.DBName == "" {
-			return fmt.Errorf("names no database")
-		}
-		c.MySQLReadDSN = v
-		return nil
-	}},
+	{Name: "LEADPIPE_MYSQL_DSN", Default: "root@tcp(127.0.0.1:3306)/leadpipe?parseTime=true&loc=UTC", Help: "MySQL/MariaDB DSN (go-sql-driver format); the database is created if missing", Secret: true, parse: dsnVar(false, func(c *Config, v string) { c.MySQLDSN = v })},
+	{Name: "LEADPIPE_MYSQL_READ_DSN", Default: "", Help: "optional replica DSN: lists, charts and exports read from it while it replicates within LEADPIPE_MYSQL_READ_MAX_LAG (else from the primary); reads of one's own writes always use LEADPIPE_MYSQL_DSN", Secret: true, parse: dsnVar(true, func(c *Config, v string) { c.MySQLReadDSN = v })},
 	{Name: "LEADPIPE_MYSQL_READ_MAX_LAG", Default: "10s", Help: "a replica more than this behind the primary (or not replicating) is not read", parse: durationVar(func(c *Config, d time.Duration) { c.MySQLReadMaxLag = d })},
 	{Name: "LEADPIPE_REDIS_ADDR", Default: "127.0.0.1:6379", Help: "Redis address for Asynq", parse: func(c *Config, v string) error {
 		if _, _, err := net.SplitHostPort(v); err != nil {
@@ -145,20 +123,8 @@ var Vars = []Var{
 		c.BaseURL = strings.TrimRight(v, "/")
 		return nil
 	}},
-	{Name: "LEADPIPE_ADMIN_TOKEN", Default: "", Help: "bearer token of the platform operator (unset: admin API off)", Secret: true, parse: func(c *Config, v string) error {
-		if v != "" && len(v) < 16 {
-			return fmt.Errorf("too short: use at least 16 characters")
-		}
-		c.AdminToken = v
-		return nil
-	}},
-	{Name: "LEADPIPE_METRICS_TOKEN", Default: "", Help: "when set, /metrics needs Authorization: Bearer <it> (unset: /metrics open)", Secret: true, parse: func(c *Config, v string) error {
-		if v != "" && len(v) < 16 {
-			return fmt.Errorf("too short: use at least 16 characters")
-		}
-		c.MetricsToken = v
-		return nil
-	}},
+	{Name: "LEADPIPE_ADMIN_TOKEN", Default: "", Help: "bearer token of the platform operator (unset: admin API off)", Secret: true, parse: tokenVar(func(c *Config, v string) { c.AdminToken = v })},
+	{Name: "LEADPIPE_METRICS_TOKEN", Default: "", Help: "when set, /metrics needs Authorization: Bearer <it> (unset: /metrics open)", Secret: true, parse: tokenVar(func(c *Config, v string) { c.MetricsToken = v })},
 	{Name: "LEADPIPE_WORKER_ADDR", Default: ":9090", Help: "cmd/worker's own listener: /metrics, /healthz, /readyz", parse: func(c *Config, v string) error {
 		if _, _, err := net.SplitHostPort(v); err != nil {
 			return fmt.Errorf("want host:port or :port: %v", err)
@@ -181,13 +147,7 @@ var Vars = []Var{
 		c.SecretKey = k
 		return nil
 	}},
-	{Name: "LEADPIPE_WORKER", Default: "inprocess", Help: "inprocess: the server also runs the worker and scheduler; off: run cmd/worker separately", parse: func(c *Config, v string) error {
-		if v != "inprocess" && v != "off" {
-			return fmt.Errorf("want inprocess or off")
-		}
-		c.Worker = v
-		return nil
-	}},
+	{Name: "LEADPIPE_WORKER", Default: "inprocess", Help: "inprocess: the server also runs the worker and scheduler; off: run cmd/worker separately", parse: choiceVar(func(c *Config, v string) { c.Worker = v }, "inprocess", "off")},
 	{Name: "LEADPIPE_PROCS", Default: "shared", Help: "CPUs that run this process's Go code at once (GOMAXPROCS): shared (half of the machine's or container's, at least 1: MySQL beside it needs most of the CPU), all, or a number; GOMAXPROCS, when set, wins", parse: func(c *Config, v string) error {
 		switch v {
 		case "shared":
@@ -204,32 +164,12 @@ var Vars = []Var{
 		c.Procs = n
 		return nil
 	}},
-	{Name: "LEADPIPE_ALLOW_PRIVATE_TARGETS", Default: "false", Help: "let outbound calls reach loopback/private addresses (local testing only)", parse: func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false")
-		}
-		c.AllowPrivateTargets = b
-		return nil
-	}},
+	{Name: "LEADPIPE_ALLOW_PRIVATE_TARGETS", Default: "false", Help: "let outbound calls reach loopback/private addresses (local testing only)", parse: boolVar(func(c *Config, b bool) { c.AllowPrivateTargets = b })},
 	{Name: "LEADPIPE_IDEMPOTENCY_TTL", Default: "24h", Help: "how long Idempotency-Key outcomes are kept", parse: durationVar(func(c *Config, d time.Duration) { c.IdempotencyTTL = d })},
 	{Name: "LEADPIPE_SWEEP_AFTER", Default: "5s", Help: "a delivery unprocessed this long is re-enqueued by the sweeper", parse: durationVar(func(c *Config, d time.Duration) { c.SweepAfter = d })},
 	{Name: "LEADPIPE_SHUTDOWN_TIMEOUT", Default: "20s", Help: "graceful shutdown limit", parse: durationVar(func(c *Config, d time.Duration) { c.ShutdownTimeout = d })},
-	{Name: "LEADPIPE_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", parse: func(c *Config, v string) error {
-		switch v {
-		case "debug", "info", "warn", "error":
-			c.LogLevel = v
-			return nil
-		}
-		return fmt.Errorf("want debug, info, warn or error")
-	}},
-	{Name: "LEADPIPE_LOG_FORMAT", Default: "text", Help: "text or json", parse: func(c *Config, v string) error {
-		if v != "text" && v != "json" {
-			return fmt.Errorf("want text or json")
-		}
-		c.LogFormat = v
-		return nil
-	}},
+	{Name: "LEADPIPE_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", parse: choiceVar(func(c *Config, v string) { c.LogLevel = v }, "debug", "info", "warn", "error")},
+	{Name: "LEADPIPE_LOG_FORMAT", Default: "text", Help: "text or json", parse: choiceVar(func(c *Config, v string) { c.LogFormat = v }, "text", "json")},
 	{Name: "LEADPIPE_DUPLICATE_MEMORY", Default: "32MiB", Help: "memory per server process for answering duplicates of committed deliveries without a database round trip (their delivery ids, and the counts waiting for the next flush); 0 turns that off", parse: func(c *Config, v string) error {
 		n, err := parseBytes(v)
 		if err != nil {
@@ -298,14 +238,7 @@ var Vars = []Var{
 		c.MailFrom = a.String()
 		return nil
 	}},
-	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false")
-		}
-		c.TrustProxyHeaders = b
-		return nil
-	}},
+	{Name: "LEADPIPE_TRUST_PROXY", Default: "false", Help: "trust X-Forwarded-For/-Proto from a reverse proxy", parse: boolVar(func(c *Config, b bool) { c.TrustProxyHeaders = b })},
 }
 
 // parseBytes reads a size: bytes, or a number with KiB, MiB or GiB.
@@ -325,6 +258,60 @@ func parseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("want a size like 32MiB, 512KiB or 1048576 (bytes)")
 	}
 	return n * mult, nil
+}
+
+// dsnVar reads a go-sql-driver DSN that names a database; an optional
+// one may be empty (unset).
+func dsnVar(optional bool, set func(*Config, string)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" && optional {
+			return nil
+		}
+		cfg, err := mysql.ParseDSN(v)
+		if err != nil {
+			return fmt.Errorf("not a valid DSN: %v", err)
+		}
+		if cfg.DBName == "" {
+			return fmt.Errorf("names no database")
+		}
+		set(c, v)
+		return nil
+	}
+}
+
+// tokenVar reads a bearer token: empty (the feature is off) or long
+// enough not to be guessed.
+func tokenVar(set func(*Config, string)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v != "" && len(v) < 16 {
+			return fmt.Errorf("too short: use at least 16 characters")
+		}
+		set(c, v)
+		return nil
+	}
+}
+
+// choiceVar reads one of two or more words.
+func choiceVar(set func(*Config, string), choices ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if !slices.Contains(choices, v) {
+			last := len(choices) - 1
+			return fmt.Errorf("want %s or %s", strings.Join(choices[:last], ", "), choices[last])
+		}
+		set(c, v)
+		return nil
+	}
+}
+
+func boolVar(set func(*Config, bool)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		set(c, b)
+		return nil
+	}
 }
 
 func durationVar(set func(*Config, time.Duration)) func(*Config, string) error {

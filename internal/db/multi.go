@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -31,16 +30,7 @@ func OpenOneTrip(ctx context.Context, dsn string, conns int) (*sqlx.DB, error) {
 	pdb := sql.OpenDB(probe)
 	galera := isGalera(ctx, pdb)
 	pdb.Close()
-	conn, err := connector(cfg, addrs, galera)
-	if err != nil {
-		return nil, err
-	}
-	sdb := sql.OpenDB(conn)
-	sdb.SetMaxOpenConns(conns)
-	sdb.SetMaxIdleConns(conns)
-	sdb.SetConnMaxLifetime(30 * time.Minute)
-	sdb.SetConnMaxIdleTime(5 * time.Minute)
-	return sqlx.NewDb(sdb, "mysql"), nil
+	return pool(cfg, addrs, galera, conns)
 }
 
 // OneTrip runs stmts as one transaction in one round trip on a pool from

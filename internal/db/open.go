@@ -80,21 +80,29 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := connector(cfg, addrs, galera)
+	d, err := pool(cfg, addrs, galera, 64)
 	if err != nil {
 		return nil, err
 	}
-	sdb := sql.OpenDB(conn)
-	sdb.SetMaxOpenConns(64)
-	sdb.SetMaxIdleConns(64)
-	sdb.SetConnMaxLifetime(30 * time.Minute)
-	sdb.SetConnMaxIdleTime(5 * time.Minute)
-	d := sqlx.NewDb(sdb, "mysql")
 	if err := d.PingContext(ctx); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("db: ping %s: %w", cfg.Addr, err)
 	}
 	return d, nil
+}
+
+// pool opens a pool of at most conns connections without connecting.
+func pool(cfg *mysql.Config, addrs []string, galera bool, conns int) (*sqlx.DB, error) {
+	conn, err := connector(cfg, addrs, galera)
+	if err != nil {
+		return nil, err
+	}
+	sdb := sql.OpenDB(conn)
+	sdb.SetMaxOpenConns(conns)
+	sdb.SetMaxIdleConns(conns)
+	sdb.SetConnMaxLifetime(30 * time.Minute)
+	sdb.SetConnMaxIdleTime(5 * time.Minute)
+	return sqlx.NewDb(sdb, "mysql"), nil
 }
 
 // connector opens the pool's connections. On a Galera cluster every

@@ -141,14 +141,5 @@ func OpenReplica(dsn string) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := connector(cfg, addrs, false)
-	if err != nil {
-		return nil, err
-	}
-	sdb := sql.OpenDB(conn)
-	sdb.SetMaxOpenConns(32)
-	sdb.SetMaxIdleConns(32)
-	sdb.SetConnMaxLifetime(30 * time.Minute)
-	sdb.SetConnMaxIdleTime(5 * time.Minute)
-	return sqlx.NewDb(sdb, "mysql"), nil
+	return pool(cfg, addrs, false, 32)
 }

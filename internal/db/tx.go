@@ -23,6 +23,51 @@ var (
 	_ Ext = (*sqlx.Tx)(nil)
 )
 
+// SelectIn is SelectContext for a query with list arguments: sqlx.In
+// expands each slice among args into as many placeholders.
+func SelectIn(ctx context.Context, x Ext, dest any, query string, args ...any) error {
+	q, a, err := sqlx.In(query, args...)
+	if err != nil {
+		return err
+	}
+	return x.SelectContext(ctx, dest, x.Rebind(q), a...)
+}
+
+// KeyValuesIn runs a SelectIn query whose rows are a key column k and a
+// value column v, and maps each key to its value.
+func KeyValuesIn[V any](ctx context.Context, x Ext, query string, args ...any) (map[string]V, error) {
+	var rows []struct {
+		K string `db:"k"`
+		V V      `db:"v"`
+	}
+	if err := SelectIn(ctx, x, &rows, query, args...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]V, len(rows))
+	for _, r := range rows {
+		out[r.K] = r.V
+	}
+	return out, nil
+}
+
+// ExecIn is ExecContext for a statement with list arguments (SelectIn).
+func ExecIn(ctx context.Context, x Ext, query string, args ...any) (sql.Result, error) {
+	q, a, err := sqlx.In(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return x.ExecContext(ctx, x.Rebind(q), a...)
+}
+
+// GetIn is GetContext for a query with list arguments (SelectIn).
+func GetIn(ctx context.Context, x Ext, dest any, query string, args ...any) error {
+	q, a, err := sqlx.In(query, args...)
+	if err != nil {
+		return err
+	}
+	return x.GetContext(ctx, dest, x.Rebind(q), a...)
+}
+
 // ErrRetryTx is returned (wrapped) by store code that found its
 // transaction raced by another one in a way a re-run resolves (e.g. a row
 // it meant to insert was inserted meanwhile); InTx re-runs it.

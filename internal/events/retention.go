@@ -44,13 +44,9 @@ func PurgeEvents(ctx context.Context, d *sqlx.DB, tenantID, afterID, beforeID st
 		for i, r := range rows {
 			all[i] = r.ID
 		}
-		q, args, err := sqlx.In(`SELECT DISTINCT event_id FROM event_deliveries
-			WHERE tenant_id = ? AND event_id IN (?) AND state NOT IN (?, ?)`, tenantID, all, StateDelivered, StateFailed)
-		if err != nil {
-			return err
-		}
 		var open []string
-		if err := tx.SelectContext(ctx, &open, q, args...); err != nil {
+		if err := db.SelectIn(ctx, tx, &open, `SELECT DISTINCT event_id FROM event_deliveries
+			WHERE tenant_id = ? AND event_id IN (?) AND state NOT IN (?, ?)`, tenantID, all, StateDelivered, StateFailed); err != nil {
 			return err
 		}
 		busy := make(map[string]bool, len(open))
@@ -73,19 +69,11 @@ func PurgeEvents(ctx context.Context, d *sqlx.DB, tenantID, afterID, beforeID st
 			`DELETE FROM event_attempts WHERE tenant_id = ? AND event_id IN (?)`,
 			`DELETE FROM event_deliveries WHERE tenant_id = ? AND event_id IN (?)`,
 		} {
-			q, args, err := sqlx.In(del, tenantID, gone)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			if _, err := db.ExecIn(ctx, tx, del, tenantID, gone); err != nil {
 				return err
 			}
 		}
-		q, args, err = sqlx.In(`DELETE FROM events WHERE tenant_id = ? AND id IN (?)`, tenantID, gone)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, q, args...)
+		res, err := db.ExecIn(ctx, tx, `DELETE FROM events WHERE tenant_id = ? AND id IN (?)`, tenantID, gone)
 		if err != nil {
 			return err
 		}

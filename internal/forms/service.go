@@ -270,18 +270,7 @@ func apply(f *Form, in Input, create bool) (string, map[string]string) {
 	if in.Fields != nil {
 		f.Fields = *in.Fields
 	}
-	if len(in.Consent) > 0 {
-		if isNull(in.Consent) {
-			f.Consent = nil
-		} else {
-			var c ConsentDef
-			if err := json.Unmarshal(in.Consent, &c); err != nil {
-				p["consent"] = "must be an object {text, required}"
-			} else {
-				f.Consent = &c
-			}
-		}
-	}
+	mergeNullable(in.Consent, &f.Consent, p, "consent", "must be an object {text, required}")
 	if in.Success != nil {
 		f.Success = *in.Success
 	}
@@ -292,24 +281,14 @@ func apply(f *Form, in Input, create bool) (string, map[string]string) {
 		}
 	}
 	secret := ""
-	if len(in.Captcha) > 0 {
-		if isNull(in.Captcha) {
-			f.Captcha = nil
-		} else {
-			var c Captcha
-			if err := json.Unmarshal(in.Captcha, &c); err != nil {
-				p["captcha"] = "must be an object {provider, site_key, secret}"
-			} else {
-				secret = strings.TrimSpace(c.Secret)
-				if len(secret) > 512 {
-					p["captcha.secret"] = "at most 512 characters"
-				}
-				c.Secret, c.HasSecret = "", false
-				f.Captcha = &c
-				if create && secret == "" {
-					p["captcha.secret"] = "is required"
-				}
-			}
+	if c := mergeNullable(in.Captcha, &f.Captcha, p, "captcha", "must be an object {provider, site_key, secret}"); c != nil {
+		secret = strings.TrimSpace(c.Secret)
+		if len(secret) > 512 {
+			p["captcha.secret"] = "at most 512 characters"
+		}
+		c.Secret, c.HasSecret = "", false
+		if create && secret == "" {
+			p["captcha.secret"] = "is required"
 		}
 	}
 	if in.Limits != nil {
@@ -322,3 +301,23 @@ func apply(f *Form, in Input, create bool) (string, map[string]string) {
 }
 
 func isNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+// mergeNullable merges a member that may be absent (*dst stays), null
+// (*dst is cleared) or an object (*dst is set to it, and returned). An
+// object that does not decode leaves *dst and sets p[name] to want.
+func mergeNullable[T any](raw json.RawMessage, dst **T, p map[string]string, name, want string) *T {
+	if len(raw) == 0 {
+		return nil
+	}
+	if isNull(raw) {
+		*dst = nil
+		return nil
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		p[name] = want
+		return nil
+	}
+	*dst = v
+	return v
+}

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/rejections"
 	"leadpipe/internal/sources"
@@ -237,7 +238,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Result, error) {
 		}
 	}
 	rec := kinds.FormRecord{FormID: f.ID, FormName: f.Name, SubmissionID: kinds.NormalizeID(deliveryID), SubmittedAt: now,
-		Fields: values, Attribution: touches(sub, now), IP: sub.IP, UserAgent: clip(sub.Header.Get("User-Agent"), 500)}
+		Fields: values, Attribution: touches(sub, now), IP: sub.IP, UserAgent: clip.Bytes(sub.Header.Get("User-Agent"), 500, "")}
 	if c := f.Consent; c != nil {
 		sum := sha256.Sum256([]byte(c.Text))
 		rec.Consent = &kinds.Consent{Purpose: f.Name, Text: c.Text, TextSHA256: hex.EncodeToString(sum[:]),
@@ -325,7 +326,7 @@ func validEmail(v string) bool {
 func touches(sub Submission, now time.Time) *kinds.Touches {
 	last := kinds.Touch{}
 	for _, k := range TouchParams {
-		if v := clip(strings.TrimSpace(sub.Values.Get(k)), 2000); v != "" {
+		if v := clip.Bytes(strings.TrimSpace(sub.Values.Get(k)), 2000, ""); v != "" {
 			last[k] = v
 		}
 	}
@@ -357,7 +358,7 @@ func ParseTouch(raw string) kinds.Touch {
 	t := kinds.Touch{}
 	for _, k := range kinds.TouchKeys {
 		if v, ok := m[k].(string); ok && strings.TrimSpace(v) != "" {
-			t[k] = clip(strings.TrimSpace(v), 2000)
+			t[k] = clip.Bytes(strings.TrimSpace(v), 2000, "")
 		}
 	}
 	if len(t) == 0 {
@@ -371,15 +372,15 @@ func ParseTouch(raw string) kinds.Touch {
 func TouchOf(q url.Values, landing, referrer string, now time.Time) kinds.Touch {
 	t := kinds.Touch{}
 	for _, k := range TouchParams {
-		if v := clip(strings.TrimSpace(q.Get(k)), 2000); v != "" && k != "referrer" && k != "landing_page" {
+		if v := clip.Bytes(strings.TrimSpace(q.Get(k)), 2000, ""); v != "" && k != "referrer" && k != "landing_page" {
 			t[k] = v
 		}
 	}
 	if referrer != "" {
-		t["referrer"] = clip(referrer, 2000)
+		t["referrer"] = clip.Bytes(referrer, 2000, "")
 	}
 	if landing != "" {
-		t["landing_page"] = clip(landing, 2000)
+		t["landing_page"] = clip.Bytes(landing, 2000, "")
 	}
 	t["at"] = now.Format(time.RFC3339)
 	return t
@@ -400,14 +401,4 @@ func canonical(v url.Values) []byte {
 		}
 	}
 	return []byte(b.String())
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -99,6 +99,13 @@ func (r *Registry) Handle(typ string, h asynq.HandlerFunc) {
 	r.handlers = append(r.handlers, Handler{Type: typ, Handler: h})
 }
 
+// HandleEvery registers the handler of a periodic task and runs it every
+// interval on queue.
+func (r *Registry) HandleEvery(typ string, h asynq.HandlerFunc, every time.Duration, queue string) {
+	r.Handle(typ, h)
+	r.Every(Periodic{Type: typ, Every: every, Queue: queue})
+}
+
 // Every registers a periodic task.
 func (r *Registry) Every(p Periodic) {
 	r.mu.Lock()

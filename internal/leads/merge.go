@@ -497,6 +497,15 @@ func (s *Service) Group(ctx context.Context, tenantID, id string) ([]string, err
 	return groupOf(ctx, s.DB, tenantID, id)
 }
 
+// existingGroup is Group of a lead that must be the tenant's: 404 for an
+// unknown lead or another tenant's.
+func (s *Service) existingGroup(ctx context.Context, tenantID, id string) ([]string, error) {
+	if _, err := s.Get(ctx, tenantID, id); err != nil {
+		return nil, err
+	}
+	return groupOf(ctx, s.DB, tenantID, id)
+}
+
 // Merged lists the leads merged into the survivor id (for its page).
 func (s *Service) Merged(ctx context.Context, tenantID, id string) ([]Lead, error) {
 	g, err := groupOf(ctx, s.DB, tenantID, id)

@@ -2,9 +2,9 @@ package leads
 
 import (
 	"context"
+	"maps"
 
-	"github.com/jmoiron/sqlx"
-
+	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 )
 
@@ -13,7 +13,6 @@ import (
 // tenant's lead, or is erased, is absent. For pages that show ids, such as
 // the audit log. At most 500 ids.
 func (s *Service) Names(ctx context.Context, tenantID string, leadIDs []string) (map[string]string, error) {
-	out := map[string]string{}
 	var valid []string
 	for _, id := range leadIDs {
 		if ids.Valid(id) && len(valid) < 500 {
@@ -21,24 +20,10 @@ func (s *Service) Names(ctx context.Context, tenantID string, leadIDs []string) 
 		}
 	}
 	if len(valid) == 0 {
-		return out, nil
+		return map[string]string{}, nil
 	}
-	q, args, err := sqlx.In(`SELECT id, COALESCE(NULLIF(name, ''), NULLIF(email, ''), NULLIF(company, ''), '') AS label
+	out, err := db.KeyValuesIn[string](ctx, s.DB, `SELECT id AS k, COALESCE(NULLIF(name, ''), NULLIF(email, ''), NULLIF(company, ''), '') AS v
 FROM leads WHERE tenant_id = ? AND id IN (?)`, tenantID, valid)
-	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		ID    string `db:"id"`
-		Label string `db:"label"`
-	}
-	if err := s.DB.SelectContext(ctx, &rows, s.DB.Rebind(q), args...); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		if r.Label != "" {
-			out[r.ID] = r.Label
-		}
-	}
-	return out, nil
+	maps.DeleteFunc(out, func(_, label string) bool { return label == "" }) // erased: nothing left to show
+	return out, err
 }

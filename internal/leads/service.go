@@ -565,12 +565,9 @@ func (s *Service) addNote(ctx context.Context, tx *sqlx.Tx, tenantID, leadID str
 
 // Notes lists a lead's notes, newest first (404 for an unknown lead).
 func (s *Service) Notes(ctx context.Context, tenantID, leadID string) ([]Note, error) {
-	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
-		return nil, err
-	}
 	// A survivor's notes include those of the leads merged into it
 	// (merge.go); each note keeps its own lead_id.
-	group, err := groupOf(ctx, s.DB, tenantID, leadID)
+	group, err := s.existingGroup(ctx, tenantID, leadID)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 	"leadpipe/internal/ids"
 	"leadpipe/internal/tenants"
@@ -154,23 +152,15 @@ func lockLeads(ctx context.Context, x db.Ext, tenantID string, ids []string) ([]
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	q, args, err := sqlx.In(`SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
 	var ls []Lead
-	err = x.SelectContext(ctx, &ls, q, args...)
+	err := db.SelectIn(ctx, x, &ls, `SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
 	return ls, err
 }
 
 // byIDs reads leads of the tenant by id, in id order.
 func byIDs(ctx context.Context, x db.Ext, tenantID string, ids []string) ([]Lead, error) {
-	q, args, err := sqlx.In(`SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
 	var ls []Lead
-	err = x.SelectContext(ctx, &ls, q, args...)
+	err := db.SelectIn(ctx, x, &ls, `SELECT `+LeadCols+` FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id`, tenantID, ids)
 	return ls, err
 }
 
@@ -218,12 +208,8 @@ func insertNote(ctx context.Context, x db.Ext, tenantID string, n Note) error {
 // it).
 func notesOf(ctx context.Context, x db.Ext, tenantID string, leadIDs []string, limit int) ([]Note, error) {
 	notes := []Note{}
-	q, args, err := sqlx.In(`SELECT id, lead_id, author_id, author_name, body, created_at
+	err := db.SelectIn(ctx, x, &notes, `SELECT id, lead_id, author_id, author_name, body, created_at
 		FROM lead_notes WHERE tenant_id = ? AND lead_id IN (?) ORDER BY id DESC LIMIT ?`, tenantID, leadIDs, limit)
-	if err != nil {
-		return nil, err
-	}
-	err = x.SelectContext(ctx, &notes, q, args...)
 	return notes, err
 }
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -50,12 +48,8 @@ func groupOf(ctx context.Context, x db.Ext, tenantID, id string) ([]string, erro
 // anyMergedInto returns one of ids that has leads merged into it ("" for
 // none).
 func anyMergedInto(ctx context.Context, x db.Ext, tenantID string, ids []string) (string, error) {
-	q, args, err := sqlx.In(`SELECT merged_into FROM leads WHERE tenant_id = ? AND merged_into IN (?) LIMIT 1`, tenantID, ids)
-	if err != nil {
-		return "", err
-	}
 	var parent string
-	err = x.GetContext(ctx, &parent, q, args...)
+	err := db.GetIn(ctx, x, &parent, `SELECT merged_into FROM leads WHERE tenant_id = ? AND merged_into IN (?) LIMIT 1`, tenantID, ids)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -76,12 +70,8 @@ func writeMergedSurvivor(ctx context.Context, x db.Ext, tenantID string, l Lead)
 // markMerged points the merged leads at their survivor and takes them out
 // of the lists.
 func markMerged(ctx context.Context, x db.Ext, tenantID, survivorID string, merged []string, now time.Time) error {
-	q, args, err := sqlx.In(`UPDATE leads SET merged_into = ?, status = ?, version = version + 1, updated_at = ?
+	_, err := db.ExecIn(ctx, x, `UPDATE leads SET merged_into = ?, status = ?, version = version + 1, updated_at = ?
 		WHERE tenant_id = ? AND id IN (?)`, survivorID, StatusMerged, now, tenantID, merged)
-	if err != nil {
-		return err
-	}
-	_, err = x.ExecContext(ctx, q, args...)
 	return err
 }
 

@@ -477,13 +477,9 @@ func SenderFieldsByRef(ctx context.Context, x db.Ext, tenantID, sourceID string,
 	if len(refs) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT source_ref, email, name, phone, company FROM leads
-		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs)
-	if err != nil {
-		return nil, err
-	}
 	var rows []SenderFields
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+	if err := db.SelectIn(ctx, x, &rows, `SELECT source_ref, email, name, phone, company FROM leads
+		WHERE tenant_id = ? AND source_id = ? AND source_ref IN (?)`, tenantID, sourceID, refs); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
@@ -517,15 +513,11 @@ func AddSightings(ctx context.Context, x db.Ext, tenantID string, ids []string, 
 		return err
 	}
 	// The rows are locked now, so their pointers hold until commit.
-	q, qargs, err := sqlx.In(`SELECT id, merged_into FROM leads WHERE tenant_id = ? AND id IN (?) AND merged_into IS NOT NULL`, tenantID, ids)
-	if err != nil {
-		return err
-	}
 	var ptrs []struct {
 		ID         string `db:"id"`
 		MergedInto string `db:"merged_into"`
 	}
-	if err := x.SelectContext(ctx, &ptrs, q, qargs...); err != nil {
+	if err := db.SelectIn(ctx, x, &ptrs, `SELECT id, merged_into FROM leads WHERE tenant_id = ? AND id IN (?) AND merged_into IS NOT NULL`, tenantID, ids); err != nil {
 		return err
 	}
 	if len(ptrs) == 0 {

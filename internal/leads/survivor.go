@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -86,14 +84,10 @@ func lockSurvivors(ctx context.Context, x db.Ext, tenantID string, state []*send
 		return out, nil
 	}
 	slices.Sort(want)
-	q, args, err := sqlx.In(`SELECT id, source_ref, order_key, email, name, name_part_first, name_part_last, name_part_first_key, name_part_last_key, phone, company, source_created_at,
-			IFNULL(payload, '{}') AS payload, merged_into
-		FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, want)
-	if err != nil {
-		return nil, err
-	}
 	var rows []senderState
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
+	if err := db.SelectIn(ctx, x, &rows, `SELECT id, source_ref, order_key, email, name, name_part_first, name_part_last, name_part_first_key, name_part_last_key, phone, company, source_created_at,
+			IFNULL(payload, '{}') AS payload, merged_into
+		FROM leads WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, want); err != nil {
 		return nil, err
 	}
 	for i := range rows {

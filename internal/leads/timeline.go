@@ -7,8 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -81,12 +79,9 @@ type LeadDuplicate struct {
 // touches), the deliveries that upserted it and their duplicates, newest
 // first. Another tenant's lead is 404.
 func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]TimelineEntry, error) {
-	if _, err := s.Get(ctx, tenantID, leadID); err != nil {
-		return nil, err
-	}
 	// A survivor's timeline is its group's (merge.go): its own and that of
 	// every lead merged into it, whose entries keep their own rows.
-	group, err := groupOf(ctx, s.DB, tenantID, leadID)
+	group, err := s.existingGroup(ctx, tenantID, leadID)
 	if err != nil {
 		return nil, err
 	}
@@ -169,11 +164,6 @@ func (s *Service) Timeline(ctx context.Context, tenantID, leadID string) ([]Time
 // lead's row by the statement that created it (Insert, insertManual), the
 // owner's name as it is now.
 func assignmentEntries(ctx context.Context, x db.Ext, tenantID string, leadIDs []string) ([]TimelineEntry, error) {
-	q, args, err := sqlx.In(`SELECT id, assigned_at, assigned_owner_id, assigned_rule_id, assigned_rule_name FROM leads
-		WHERE tenant_id = ? AND id IN (?) AND assigned_rule_id IS NOT NULL AND assigned_at IS NOT NULL`, tenantID, leadIDs)
-	if err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		LeadID   string    `db:"id"`
 		At       time.Time `db:"assigned_at"`
@@ -181,7 +171,8 @@ func assignmentEntries(ctx context.Context, x db.Ext, tenantID string, leadIDs [
 		RuleID   string    `db:"assigned_rule_id"`
 		RuleName *string   `db:"assigned_rule_name"`
 	}
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil || len(rows) == 0 {
+	if err := db.SelectIn(ctx, x, &rows, `SELECT id, assigned_at, assigned_owner_id, assigned_rule_id, assigned_rule_name FROM leads
+		WHERE tenant_id = ? AND id IN (?) AND assigned_rule_id IS NOT NULL AND assigned_at IS NOT NULL`, tenantID, leadIDs); err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	var owners []string

@@ -147,13 +147,9 @@ func hourRows(ctx context.Context, x db.Ext, tenantID string, sourceIDs []string
 	if len(sourceIDs) == 0 {
 		return nil, nil
 	}
-	q, args, err := sqlx.In(`SELECT source_id, bucket, deliveries, duplicates FROM `+tableHour+`
-WHERE tenant_id = ? AND source_id IN (?) AND bucket >= ? AND bucket < ?`, tenantID, sourceIDs, from.UTC(), to.UTC())
-	if err != nil {
-		return nil, err
-	}
 	var out []hourRow
-	return out, x.SelectContext(ctx, &out, q, args...)
+	return out, db.SelectIn(ctx, x, &out, `SELECT source_id, bucket, deliveries, duplicates FROM `+tableHour+`
+WHERE tenant_id = ? AND source_id IN (?) AND bucket >= ? AND bucket < ?`, tenantID, sourceIDs, from.UTC(), to.UTC())
 }
 
 // purgeStats deletes one source's rows older than before, in small

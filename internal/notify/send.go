@@ -11,12 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
 	"leadpipe/internal/apperr"
+	"leadpipe/internal/clip"
 	"leadpipe/internal/clock"
 )
 
@@ -213,7 +213,7 @@ func (s *Service) Send(ctx context.Context, tenantID, id string) error {
 	}
 	var se *SendError
 	temporary := !errors.As(serr, &se) || se.Temporary
-	reason := clip(serr.Error(), 480)
+	reason := clip.Bytes(serr.Error(), 480, "")
 	next := now.Add(Backoff(r.Attempts + 1))
 	if !temporary || next.After(r.CreatedAt.Add(GiveUpAfter)) {
 		s.logger().Warn("notification failed", "tenant_id", r.TenantID, "key", r.Key, "attempts", r.Attempts+1, "err", reason)
@@ -384,14 +384,4 @@ func (s *Service) logger() *slog.Logger {
 		return slog.Default()
 	}
 	return s.Log
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 	"leadpipe/internal/sources"
 )
@@ -70,14 +68,10 @@ func abandonStale(ctx context.Context, x db.Ext, tenantID, sourceID string, befo
 	}
 	// The WHERE repeats the staleness test: a run whose heartbeat moved
 	// since the read is alive and stays running.
-	upd, updArgs, err := sqlx.In(`UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
+	res, err := db.ExecIn(ctx, x, `UPDATE reconcile_runs SET state = ?, running_key = NULL, finished_at = ?, errors = errors + 1, last_error = ?
 		WHERE tenant_id = ? AND id IN (?) AND running_key IS NOT NULL AND heartbeat_at < ?`,
 		StateFailed, now, "abandoned: no progress since "+before.Format(time.RFC3339)+" (the worker stopped or the task was lost)",
 		tenantID, ids, before)
-	if err != nil {
-		return 0, err
-	}
-	res, err := x.ExecContext(ctx, upd, updArgs...)
 	if err != nil {
 		return 0, err
 	}

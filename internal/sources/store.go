@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/db"
 )
 
@@ -110,25 +108,10 @@ func importSource(ctx context.Context, x db.Ext, tenantID string) (Source, error
 // that is gone is absent. Other areas label what they show with it (a
 // lead's timeline) instead of joining the sources table.
 func Names(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]string{}, nil
 	}
-	q, args, err := sqlx.In(`SELECT id, name FROM sources WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		ID   string `db:"id"`
-		Name string `db:"name"`
-	}
-	if err := x.SelectContext(ctx, &rows, x.Rebind(q), args...); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.ID] = r.Name
-	}
-	return out, nil
+	return db.KeyValuesIn[string](ctx, x, `SELECT id AS k, name AS v FROM sources WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
 }
 
 // PulledSource is a source with pull settings: its id and how often it is

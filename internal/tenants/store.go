@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"leadpipe/internal/apperr"
 	"leadpipe/internal/db"
 )
@@ -268,11 +266,7 @@ func UserStates(ctx context.Context, x db.Ext, tenantID string, userIDs []string
 		Disabled *time.Time `db:"disabled_at"`
 		Away     *time.Time `db:"away_until"`
 	}
-	q, args, err := sqlx.In(`SELECT id, name, disabled_at, away_until FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs)
-	if err != nil {
-		return nil, err
-	}
-	if err := x.SelectContext(ctx, &us, q, args...); err != nil {
+	if err := db.SelectIn(ctx, x, &us, `SELECT id, name, disabled_at, away_until FROM users WHERE tenant_id = ? AND id IN (?)`, tenantID, userIDs); err != nil {
 		return nil, err
 	}
 	for _, u := range us {

@@ -192,13 +192,9 @@ func behind(ctx context.Context, x db.Ext, keys []tallyKey) ([]DeliveryRef, erro
 	}
 	var refs []DeliveryRef
 	for tenantID, ids := range byTenant {
-		q, args, err := sqlx.In(`SELECT id FROM deliveries
-			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`, tenantID, ids)
-		if err != nil {
-			return nil, err
-		}
 		var got []string
-		if err := x.SelectContext(ctx, &got, q, args...); err != nil {
+		if err := db.SelectIn(ctx, x, &got, `SELECT id FROM deliveries
+			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted`, tenantID, ids); err != nil {
 			return nil, err
 		}
 		for _, id := range got {

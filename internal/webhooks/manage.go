@@ -139,25 +139,10 @@ func utcPtr(t *time.Time) *time.Time {
 
 // duplicateCounts reads the duplicate arrivals counted on each delivery.
 func duplicateCounts(ctx context.Context, x db.Ext, tenantID string, ids []string) (map[string]int, error) {
-	out := map[string]int{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]int{}, nil
 	}
-	q, args, err := sqlx.In(`SELECT id, dup_count AS n FROM deliveries WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		ID string `db:"id"`
-		N  int    `db:"n"`
-	}
-	if err := x.SelectContext(ctx, &rows, q, args...); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.ID] = r.N
-	}
-	return out, nil
+	return db.KeyValuesIn[int](ctx, x, `SELECT id AS k, dup_count AS v FROM deliveries WHERE tenant_id = ? AND id IN (?)`, tenantID, ids)
 }
 
 // CountDeliveries counts a source's deliveries in one state (dead_letter:
@@ -219,18 +204,10 @@ func (a *Admin) reset(ctx context.Context, tenantID string, ids []string) ([]str
 	var changed []string
 	err := db.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
 		changed = changed[:0]
-		q, args, err := sqlx.In(`SELECT id FROM deliveries WHERE tenant_id = ? AND id IN (?) AND state = 'failed' FOR UPDATE`, tenantID, ids)
-		if err != nil {
+		if err := db.SelectIn(ctx, tx, &changed, `SELECT id FROM deliveries WHERE tenant_id = ? AND id IN (?) AND state = 'failed' FOR UPDATE`, tenantID, ids); err != nil || len(changed) == 0 {
 			return err
 		}
-		if err := tx.SelectContext(ctx, &changed, q, args...); err != nil || len(changed) == 0 {
-			return err
-		}
-		q, args, err = sqlx.In(`UPDATE deliveries SET state = 'received', processed_at = NULL WHERE tenant_id = ? AND id IN (?) AND state = 'failed'`, tenantID, changed)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, q, args...)
+		_, err := db.ExecIn(ctx, tx, `UPDATE deliveries SET state = 'received', processed_at = NULL WHERE tenant_id = ? AND id IN (?) AND state = 'failed'`, tenantID, changed)
 		return err
 	})
 	return changed, err
@@ -520,11 +497,7 @@ func (a *Admin) DiscardDeadLetters(ctx context.Context, tenantID, sourceID strin
 	if len(valid) == 0 {
 		return 0, nil
 	}
-	q, args, err := sqlx.In(`DELETE FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND id IN (?)`, tenantID, sourceID, valid)
-	if err != nil {
-		return 0, err
-	}
-	res, err := a.DB.ExecContext(ctx, q, args...)
+	res, err := db.ExecIn(ctx, a.DB, `DELETE FROM dead_letters WHERE tenant_id = ? AND source_id = ? AND id IN (?)`, tenantID, sourceID, valid)
 	if err != nil {
 		return 0, err
 	}

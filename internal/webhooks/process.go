@@ -458,12 +458,8 @@ func (p *Processor) mapDeliveries(ctx context.Context, tenantID string, its []*b
 
 // lockDeliveries reads and locks a tenant's deliveries by row id.
 func lockDeliveries(ctx context.Context, tx db.Ext, tenantID string, ids []string) (map[string]*Delivery, error) {
-	q, args, err := sqlx.In(`SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
 	var ds []Delivery
-	if err := tx.SelectContext(ctx, &ds, q, args...); err != nil {
+	if err := db.SelectIn(ctx, tx, &ds, `SELECT `+deliveryCols+` FROM deliveries WHERE tenant_id = ? AND id IN (?) ORDER BY id FOR UPDATE`, tenantID, ids); err != nil {
 		return nil, err
 	}
 	out := make(map[string]*Delivery, len(ds))

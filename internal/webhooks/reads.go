@@ -148,11 +148,7 @@ func (s *Reads) ForLead(ctx context.Context, tenantID, leadID string, limit int)
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
-	for i := range out {
-		out[i].SourceName = names[out[i].SourceID]
-	}
-	return out, err
+	return out, s.nameSources(ctx, tenantID, len(out), func(i int) (string, *string) { return out[i].SourceID, &out[i].SourceName })
 }
 
 // DuplicatesForLead lists a lead's deliveries that arrived again, the
@@ -166,24 +162,27 @@ func (s *Reads) DuplicatesForLead(ctx context.Context, tenantID, leadID string, 
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.sourceNames(ctx, tenantID, len(out), func(i int) string { return out[i].SourceID })
-	for i := range out {
-		out[i].SourceName = names[out[i].SourceID]
-	}
-	return out, err
+	return out, s.nameSources(ctx, tenantID, len(out), func(i int) (string, *string) { return out[i].SourceID, &out[i].SourceName })
 }
 
-// sourceNames asks the sources area for the names of n rows' sources.
-func (s *Reads) sourceNames(ctx context.Context, tenantID string, n int, id func(int) string) (map[string]string, error) {
+// nameSources asks the sources area for the names of n rows' sources and
+// sets each row's name; row i gives its source id and where its name goes.
+// A row keeps an empty name when the names cannot be read (the error).
+func (s *Reads) nameSources(ctx context.Context, tenantID string, n int, row func(int) (string, *string)) error {
 	seen := map[string]bool{}
 	var ids []string
 	for i := 0; i < n; i++ {
-		if k := id(i); !seen[k] {
+		if k, _ := row(i); !seen[k] {
 			seen[k] = true
 			ids = append(ids, k)
 		}
 	}
-	return sources.Names(ctx, s.DB, tenantID, ids)
+	names, err := sources.Names(ctx, s.DB, tenantID, ids)
+	for i := 0; i < n; i++ {
+		id, name := row(i)
+		*name = names[id]
+	}
+	return err
 }
 
 // ProcessedSince lists a source's deliveries processed into a lead since a
@@ -203,26 +202,11 @@ func (s *Reads) ProcessedSince(ctx context.Context, tenantID, sourceID string, s
 // them (components.SightingsText). One query for a page of leads, on
 // ix_deliveries_lead; leads without repeats are absent.
 func (s *Reads) RepeatsByLead(ctx context.Context, tenantID string, leadIDs []string) (map[string]int, error) {
-	out := map[string]int{}
 	if len(leadIDs) == 0 {
-		return out, nil
+		return map[string]int{}, nil
 	}
-	q, args, err := sqlx.In(`SELECT lead_id, SUM(dups_counted) AS n FROM deliveries
+	return db.KeyValuesIn[int](ctx, s.DB, `SELECT lead_id AS k, SUM(dups_counted) AS v FROM deliveries
 		WHERE tenant_id = ? AND lead_id IN (?) AND dups_counted > 0 GROUP BY lead_id`, tenantID, leadIDs)
-	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		LeadID string `db:"lead_id"`
-		N      int    `db:"n"`
-	}
-	if err := s.DB.SelectContext(ctx, &rows, s.DB.Rebind(q), args...); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.LeadID] = r.N
-	}
-	return out, nil
 }
 
 // PendingRefs maps the source's deliveries not yet turned into a lead

@@ -102,18 +102,14 @@ func (s *Sightings) Flush(ctx context.Context) error {
 // processed deliveries ids that it does not hold yet, in one transaction.
 func SyncSightings(ctx context.Context, d *sqlx.DB, tenantID string, ids []string) error {
 	return db.InTx(ctx, d, func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`SELECT id, lead_id, dup_count - dups_counted AS n FROM deliveries
-			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted
-			ORDER BY id FOR UPDATE`, tenantID, ids)
-		if err != nil {
-			return err
-		}
 		var rows []struct {
 			ID     string `db:"id"`
 			LeadID string `db:"lead_id"`
 			N      int    `db:"n"`
 		}
-		if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
+		if err := db.SelectIn(ctx, tx, &rows, `SELECT id, lead_id, dup_count - dups_counted AS n FROM deliveries
+			WHERE tenant_id = ? AND id IN (?) AND state = 'processed' AND lead_id IS NOT NULL AND dup_count > dups_counted
+			ORDER BY id FOR UPDATE`, tenantID, ids); err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -134,11 +130,7 @@ func SyncSightings(ctx context.Context, d *sqlx.DB, tenantID string, ids []strin
 		for i, r := range rows {
 			dids[i] = r.ID
 		}
-		q, args, err = sqlx.In(`UPDATE deliveries SET dups_counted = dup_count WHERE tenant_id = ? AND id IN (?)`, tenantID, dids)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, q, args...)
+		_, err := db.ExecIn(ctx, tx, `UPDATE deliveries SET dups_counted = dup_count WHERE tenant_id = ? AND id IN (?)`, tenantID, dids)
 		return err
 	})
 }

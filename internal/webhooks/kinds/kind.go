@@ -85,18 +85,9 @@ type Kind interface {
 	Map(raw json.RawMessage) (Lead, error)
 }
 
+// The kinds without a config are Kinds by their table (unconfigured).
 var (
-	_ Kind = standardKind{}
-	_ Kind = timestampedKind{}
-	_ Kind = typeformKind{}
-	_ Kind = metaKind{}
-	_ Kind = googleAdsKind{}
 	_ Kind = (*genericKind)(nil)
-	_ Kind = linkedinKind{}
-	_ Kind = hubspotKind{}
-	_ Kind = webflowKind{}
-	_ Kind = tallyKind{}
-	_ Kind = tiktokKind{}
 	_ Kind = (*tokenKind)(nil)
 
 	_ RequestVerifier = hubspotKind{}
@@ -127,46 +118,36 @@ func Names() []string {
 	return []string{Standard, Timestamped, Typeform, Meta, GoogleAds, Generic, LinkedIn, HubSpot, Webflow, Tally, TikTok, Token}
 }
 
+// unconfigured are the kinds that take no config, by name.
+var unconfigured = map[string]Kind{
+	Standard: standardKind{}, Timestamped: timestampedKind{}, Typeform: typeformKind{}, Meta: metaKind{},
+	GoogleAds: googleAdsKind{}, Form: formKind{}, LinkedIn: linkedinKind{}, HubSpot: hubspotKind{},
+	Webflow: webflowKind{}, Tally: tallyKind{}, TikTok: tiktokKind{},
+}
+
 // New returns the kind by name. config is the source's `config` JSON; only
-// generic reads it (an invalid generic config is an error), the others ignore it.
+// generic and token read it (an invalid config is an error), the others
+// ignore it.
 func New(name string, config json.RawMessage) (Kind, error) {
+	if k, ok := unconfigured[name]; ok {
+		return k, nil
+	}
 	switch name {
-	case Standard:
-		return standardKind{}, nil
-	case Timestamped:
-		return timestampedKind{}, nil
-	case Typeform:
-		return typeformKind{}, nil
-	case Meta:
-		return metaKind{}, nil
-	case GoogleAds:
-		return googleAdsKind{}, nil
-	case Form:
-		return formKind{}, nil
 	case Generic:
-		cfg, problems := parseGenericConfig(config)
-		if len(problems) > 0 {
-			return nil, fmt.Errorf("%w: generic: %s", ErrInvalidConfig, joinProblems(problems))
-		}
-		return cfg, nil
-	case LinkedIn:
-		return linkedinKind{}, nil
-	case HubSpot:
-		return hubspotKind{}, nil
-	case Webflow:
-		return webflowKind{}, nil
-	case Tally:
-		return tallyKind{}, nil
-	case TikTok:
-		return tiktokKind{}, nil
+		return configured(parseGenericConfig(config))
 	case Token:
-		cfg, problems := parseTokenConfig(config)
-		if len(problems) > 0 {
-			return nil, fmt.Errorf("%w: token: %s", ErrInvalidConfig, joinProblems(problems))
-		}
-		return cfg, nil
+		return configured(parseTokenConfig(config))
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
+}
+
+// configured is a kind made from its config, or the config's problems (k
+// is then nil, and Name reads no state).
+func configured[K Kind](k K, problems map[string]string) (Kind, error) {
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, k.Name(), joinProblems(problems))
+	}
+	return k, nil
 }
 
 // ValidateConfig returns field → message problems of a source config (empty
