@@ -24,17 +24,7 @@ func TestWebLayerDoesNotImportTheDatabase(t *testing.T) {
 		"database/sql":            true,
 	}
 	checked := 0
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		pkg, err := build.ImportDir(path, 0)
-		if err != nil {
-			if _, ok := err.(*build.NoGoError); ok {
-				return nil
-			}
-			return err
-		}
+	err := walkPackages(".", nil, func(path string, pkg *build.Package) error {
 		checked++
 		for _, imp := range pkg.Imports {
 			if forbidden[imp] || strings.HasPrefix(imp, "leadpipe/internal/db/") {
@@ -139,15 +129,25 @@ func walkAllowing(t *testing.T, list string, allowed map[string]string, least in
 // its path from the repository root, its folder and its non-test files.
 func walkDomainPackages(fn func(rel, dir string, pkg *build.Package) error) error {
 	root := filepath.Join("..", "..")
-	skip := map[string]bool{"internal/app": true, "internal/apptest": true}
-	return filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
+	relOf := func(path string) string {
 		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || skip[rel] || strings.Contains(rel, "testdata") {
-			return nil
+		return filepath.ToSlash(rel)
+	}
+	skip := map[string]bool{"internal/app": true, "internal/apptest": true}
+	return walkPackages(filepath.Join(root, "internal"), func(path string) bool {
+		rel := relOf(path)
+		return rel == "internal/web" || strings.HasPrefix(rel, "internal/web/") || skip[rel] || strings.Contains(rel, "testdata")
+	}, func(path string, pkg *build.Package) error {
+		return fn(relOf(path), path, pkg)
+	})
+}
+
+// walkPackages calls fn with every folder below root that holds a Go
+// package (and its non-test files), but those skip rules out.
+func walkPackages(root string, skip func(path string) bool, fn func(path string, pkg *build.Package) error) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || skip != nil && skip(path) {
+			return err
 		}
 		pkg, err := build.ImportDir(path, 0)
 		if err != nil {
@@ -156,7 +156,7 @@ func walkDomainPackages(fn func(rel, dir string, pkg *build.Package) error) erro
 			}
 			return err
 		}
-		return fn(rel, path, pkg)
+		return fn(path, pkg)
 	})
 }
 
