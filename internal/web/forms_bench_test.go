@@ -111,10 +111,11 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 		}
 		defer conns[c].Close()
 	}
-	// round has the clients work side by side for d, each calling one
-	// until the time is up or one says to stop; the latencies one adds to
-	// mine go to into.
-	round := func(d time.Duration, into *[]time.Duration, one func(c int, mine *[]time.Duration) bool) {
+	// round has the clients work side by side for d, each taking the next
+	// prepared request (seq counts them out) and doing it with one, until
+	// the time is up, the requests run out or one says to stop; the time
+	// each took goes to into.
+	round := func(d time.Duration, seq *atomic.Int64, into *[]time.Duration, one func(c int, i int64) (time.Duration, bool)) {
 		deadline := time.Now().Add(d)
 		var wg sync.WaitGroup
 		for c := 0; c < clients; c++ {
@@ -123,7 +124,14 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 				defer wg.Done()
 				var mine []time.Duration
 				for time.Now().Before(deadline) {
-					if !one(c, &mine) {
+					i := seq.Add(1) - 1
+					if int(i) >= len(keys) {
+						b.Error("out of prepared requests: raise the count")
+						break
+					}
+					took, more := one(c, i)
+					mine = append(mine, took)
+					if !more {
 						break
 					}
 				}
@@ -134,43 +142,33 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	formPost := func(c int, mine *[]time.Duration) bool {
-		i := formSeq.Add(1) - 1
-		if int(i) >= len(wires) {
-			b.Error("out of prepared submissions: raise the count")
-			return false
-		}
+	formPost := func(c int, i int64) (time.Duration, bool) {
 		t0 := time.Now()
 		status, body, err := conns[c].Do(wires[i])
-		*mine = append(*mine, time.Since(t0))
+		took := time.Since(t0)
 		if err != nil {
 			b.Errorf("post: %v", err)
-			return false
+			return took, false
 		}
 		if status != 201 {
 			fails.Add(1)
-			return true
+			return took, true
 		}
 		n.Add(1)
 		if bytes.Contains(body, []byte(`"duplicate"`)) {
 			dups.Add(1)
 		}
-		return true
+		return took, true
 	}
-	rawInsert := func(_ int, mine *[]time.Duration) bool {
-		i := rawSeq.Add(1) - 1
-		if int(i) >= len(keys) {
-			b.Error("out of prepared keys: raise the count")
-			return false
-		}
+	rawInsert := func(_ int, i int64) (time.Duration, bool) {
 		t0 := time.Now()
 		_, err := db.Exec(`INSERT IGNORE INTO deliveries_raw (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
 			VALUES (?, ?, ?, ?, 'form', ?, ?, 'received')`, ten.ID, f["source_id"], ids.New(), keys[i], payload, time.Now().UTC())
-		*mine = append(*mine, time.Since(t0))
+		took := time.Since(t0)
 		if err == nil {
 			raw.Add(1)
 		}
-		return true
+		return took, true
 	}
 	// What each side asks of MariaDB: statements and redo log writes
 	// (commits group-committed together share one).
@@ -199,9 +197,9 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 	const rounds = 5
 	for r := 0; r < rounds; r++ {
 		q0, w0 := status()
-		round(dur/rounds, &lat, formPost)
+		round(dur/rounds, &formSeq, &lat, formPost)
 		q1, w1 := status()
-		round(dur/rounds, &rawLat, rawInsert)
+		round(dur/rounds, &rawSeq, &rawLat, rawInsert)
 		q2, w2 := status()
 		formQ, formW, rawQ, rawW = formQ+q1-q0, formW+w1-w0, rawQ+q2-q1, rawW+w2-w1
 	}
