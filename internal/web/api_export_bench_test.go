@@ -27,13 +27,7 @@ import (
 //	go test -run '^$' -bench BenchmarkLeadsExport -benchtime 1x ./internal/web/
 func BenchmarkLeadsExport(b *testing.B) {
 	ctx := context.Background()
-	n := 100_000
-	if v := os.Getenv("LEADPIPE_BENCH_LEADS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSize(b, "LEADPIPE_BENCH_LEADS", 100_000)
 	e := apptest.New(b, "bench_export", apptest.Options{RedisDB: apptest.RedisBench})
 	te := e.Tenant("bench")
 	start := time.Now()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,13 +34,7 @@ import (
 //	go test -run '^$' -bench BenchmarkLeadsImport -benchtime 1x ./internal/web/
 func BenchmarkLeadsImport(b *testing.B) {
 	ctx := context.Background()
-	n := 100_000
-	if v := os.Getenv("LEADPIPE_BENCH_ROWS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSize(b, "LEADPIPE_BENCH_ROWS", 100_000)
 	e := apptest.New(b, "bench_import", apptest.Options{RedisDB: apptest.RedisBench, Worker: true})
 	te := e.Tenant("bench")
 	batch := 500
@@ -132,16 +125,6 @@ func BenchmarkLeadsImport(b *testing.B) {
 		}
 		return im, im.FinishedAt.Sub(t0)
 	}
-	checksum := func() string {
-		var rs []struct {
-			Table    string `db:"Table"`
-			Checksum *int64 `db:"Checksum"`
-		}
-		if err := e.App.DB.Select(&rs, `CHECKSUM TABLE leads`); err != nil {
-			b.Fatal(err)
-		}
-		return fmt.Sprint(*rs[0].Checksum)
-	}
 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -151,7 +134,7 @@ func BenchmarkLeadsImport(b *testing.B) {
 			b.Fatalf("first import: %+v", first)
 		}
 		rawAfter := raw()
-		sum0 := checksum()
+		sum0 := leadsChecksum(b, e)
 		t0 := time.Now().UTC()
 		second, dReimport := run(fmt.Sprintf("bench-%d-b", i))
 		var touched int
@@ -162,7 +145,7 @@ func BenchmarkLeadsImport(b *testing.B) {
 			b.Fatalf("re-import: %+v", second)
 		}
 		rewritten := touched
-		if checksum() != sum0 && rewritten == 0 {
+		if leadsChecksum(b, e) != sum0 && rewritten == 0 {
 			rewritten = -1 // the table changed although no row's times moved
 		}
 		rawBest := min(rawBefore, rawAfter)

@@ -83,7 +83,7 @@ func waitImport(t *testing.T, e *apptest.Env, token, id string) importJSON {
 
 // leadsChecksum is a checksum of every row of leads: equal before and after
 // means no row was rewritten.
-func leadsChecksum(t *testing.T, e *apptest.Env) string {
+func leadsChecksum(t testing.TB, e *apptest.Env) string {
 	t.Helper()
 	var rows []struct {
 		Table    string `db:"Table"`

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +30,7 @@ import (
 //	go test -run '^$' -bench BenchmarkLeadsList -benchtime 200x ./internal/web/
 func BenchmarkLeadsList(b *testing.B) {
 	ctx := context.Background()
-	n := 20_000
-	if v := os.Getenv("LEADPIPE_BENCH_LEADS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchSize(b, "LEADPIPE_BENCH_LEADS", 20_000)
 	var a *app.App
 	var tenantID, token string
 	if dsn := os.Getenv("LEADPIPE_BENCH_DSN"); dsn != "" {

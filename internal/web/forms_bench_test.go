@@ -111,7 +111,11 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 		}
 		defer conns[c].Close()
 	}
-	formsRound := func(d time.Duration) {
+	// round has the clients work side by side for d, each taking the next
+	// prepared request (seq counts them out) and doing it with one, until
+	// the time is up, the requests run out or one says to stop; the time
+	// each took goes to into.
+	round := func(d time.Duration, seq *atomic.Int64, into *[]time.Duration, one func(c int, i int64) (time.Duration, bool)) {
 		deadline := time.Now().Add(d)
 		var wg sync.WaitGroup
 		for c := 0; c < clients; c++ {
@@ -120,64 +124,51 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 				defer wg.Done()
 				var mine []time.Duration
 				for time.Now().Before(deadline) {
-					i := formSeq.Add(1) - 1
-					if int(i) >= len(wires) {
-						b.Error("out of prepared submissions: raise the count")
+					i := seq.Add(1) - 1
+					if int(i) >= len(keys) {
+						b.Error("out of prepared requests: raise the count")
 						break
 					}
-					t0 := time.Now()
-					status, body, err := conns[c].Do(wires[i])
-					mine = append(mine, time.Since(t0))
-					if err != nil {
-						b.Errorf("post: %v", err)
+					took, more := one(c, i)
+					mine = append(mine, took)
+					if !more {
 						break
-					}
-					if status != 201 {
-						fails.Add(1)
-						continue
-					}
-					n.Add(1)
-					if bytes.Contains(body, []byte(`"duplicate"`)) {
-						dups.Add(1)
 					}
 				}
 				mu.Lock()
-				lat = append(lat, mine...)
+				*into = append(*into, mine...)
 				mu.Unlock()
 			}(c)
 		}
 		wg.Wait()
 	}
-	rawRound := func(d time.Duration) {
-		deadline := time.Now().Add(d)
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
-				var mine []time.Duration
-				defer func() {
-					mu.Lock()
-					rawLat = append(rawLat, mine...)
-					mu.Unlock()
-				}()
-				for time.Now().Before(deadline) {
-					i := rawSeq.Add(1) - 1
-					if int(i) >= len(keys) {
-						b.Error("out of prepared keys: raise the count")
-						break
-					}
-					t0 := time.Now()
-					_, err := db.Exec(`INSERT IGNORE INTO deliveries_raw (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
-						VALUES (?, ?, ?, ?, 'form', ?, ?, 'received')`, ten.ID, f["source_id"], ids.New(), keys[i], payload, time.Now().UTC())
-					mine = append(mine, time.Since(t0))
-					if err == nil {
-						raw.Add(1)
-					}
-				}
-			}(c)
+	formPost := func(c int, i int64) (time.Duration, bool) {
+		t0 := time.Now()
+		status, body, err := conns[c].Do(wires[i])
+		took := time.Since(t0)
+		if err != nil {
+			b.Errorf("post: %v", err)
+			return took, false
 		}
-		wg.Wait()
+		if status != 201 {
+			fails.Add(1)
+			return took, true
+		}
+		n.Add(1)
+		if bytes.Contains(body, []byte(`"duplicate"`)) {
+			dups.Add(1)
+		}
+		return took, true
+	}
+	rawInsert := func(_ int, i int64) (time.Duration, bool) {
+		t0 := time.Now()
+		_, err := db.Exec(`INSERT IGNORE INTO deliveries_raw (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
+			VALUES (?, ?, ?, ?, 'form', ?, ?, 'received')`, ten.ID, f["source_id"], ids.New(), keys[i], payload, time.Now().UTC())
+		took := time.Since(t0)
+		if err == nil {
+			raw.Add(1)
+		}
+		return took, true
 	}
 	// What each side asks of MariaDB: statements and redo log writes
 	// (commits group-committed together share one).
@@ -206,9 +197,9 @@ func BenchmarkFormPostsVsInsertIgnore(b *testing.B) {
 	const rounds = 5
 	for r := 0; r < rounds; r++ {
 		q0, w0 := status()
-		formsRound(dur / rounds)
+		round(dur/rounds, &formSeq, &lat, formPost)
 		q1, w1 := status()
-		rawRound(dur / rounds)
+		round(dur/rounds, &rawSeq, &rawLat, rawInsert)
 		q2, w2 := status()
 		formQ, formW, rawQ, rawW = formQ+q1-q0, formW+w1-w0, rawQ+q2-q1, rawW+w2-w1
 	}

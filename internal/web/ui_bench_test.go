@@ -34,14 +34,7 @@ import (
 // Seeding a million leads takes minutes; with LEADPIPE_BENCH_DSN naming a
 // database (created if missing) the seeded tenant is kept and reused.
 func BenchmarkInbox(b *testing.B) {
-	n := 20_000
-	if v := os.Getenv("LEADPIPE_BENCH_LEADS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			b.Fatalf("LEADPIPE_BENCH_LEADS=%q: want a positive integer", v)
-		}
-	}
-	bs := benchServer(b, n)
+	bs := benchServer(b, benchSize(b, "LEADPIPE_BENCH_LEADS", 20_000))
 	base, email, password := bs.url, bs.email, bs.password
 
 	jar, _ := cookiejar.New(nil)
@@ -154,6 +147,20 @@ func BenchmarkInbox(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchSize is the size the environment variable name sets (a positive
+// whole number), else def.
+func benchSize(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
 
 type benchEnv struct {
 	app                  *app.App

@@ -63,13 +63,7 @@ func TestUIEventsTenantScoped(t *testing.T) {
 	if ct := ra.Header.Get("Content-Type"); ct != "text/event-stream" || ra.Header.Get("X-Accel-Buffering") != "no" || ra.Header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("headers %v", ra.Header)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for e.App.LiveHub.Subscribers() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d streams open, want 2", e.App.LiveHub.Subscribers())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitStreams(t, e, 2)
 
 	var created struct {
 		ID string `json:"id"`
@@ -89,7 +83,7 @@ func TestUIEventsTenantScoped(t *testing.T) {
 	if s := nextEvent(t, ea); !strings.Contains(s, `"type":"lead.reassigned"`) || !strings.Contains(s, `"owner_id":"`+acme.Admin.ID+`"`) {
 		t.Fatalf("acme got %q", s)
 	}
-	deadline = time.Now().Add(500 * time.Millisecond)
+	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		select {
 		case s := <-eg:

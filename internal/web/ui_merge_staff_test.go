@@ -27,13 +27,7 @@ func TestUIStaffMergesOwnLeads(t *testing.T) {
 	}
 	var ids []string
 	for _, name := range []string{"Ada One", "Ada Two", "Ada Three"} {
-		res := e.Do("POST", "/api/v1/leads", a.Token, map[string]any{"name": name, "email": "ada@example.com"}, "Idempotency-Key", "staff-"+name)
-		if res.Status != 201 {
-			t.Fatalf("create lead: %d %s", res.Status, res.Body)
-		}
-		var l struct{ ID string }
-		res.JSON(t, &l)
-		ids = append(ids, l.ID)
+		ids = append(ids, createLead(t, e, a.Token, map[string]any{"name": name, "email": "ada@example.com"}).ID)
 	}
 	own := func(id, user string) {
 		if _, err := e.App.DB.ExecContext(ctx, `UPDATE leads SET owner_id = ? WHERE tenant_id = ? AND id = ?`, user, a.ID, id); err != nil {

@@ -689,13 +689,7 @@ func TestUIMergePickerDueInReadersZone(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for _, name := range []string{"Ada One", "Ada Two"} {
-		res := e.Do("POST", "/api/v1/leads", a.Token, map[string]any{"name": name, "email": "ada@example.com"}, "Idempotency-Key", "zone-"+name)
-		if res.Status != 201 {
-			t.Fatalf("create lead: %d %s", res.Status, res.Body)
-		}
-		var l struct{ ID string }
-		res.JSON(t, &l)
-		ids = append(ids, l.ID)
+		ids = append(ids, createLead(t, e, a.Token, map[string]any{"name": name, "email": "ada@example.com"}).ID)
 	}
 	due := time.Date(2026, 1, 15, 14, 30, 0, 0, time.UTC) // 09:30 in New York (EST)
 	if res := e.Do("PATCH", "/api/v1/leads/"+ids[1], a.Token, map[string]any{"due_at": due.Format(time.RFC3339)}, "If-Match", "*",

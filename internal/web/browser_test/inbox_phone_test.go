@@ -382,22 +382,8 @@ func TestBrowserBoardDrag(t *testing.T) {
 	}
 
 	t.Log("drag Dana to Contacted by her grip")
-	dana := d.leads["Dana Scully"]
 	sam.open("/leads/board")
-	sam.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
-	grip := `[data-lead-id="` + dana + `"] [data-grip]`
-	sam.do(chromedp.ScrollIntoView(chromedp.CSS(grip)))
-	sam.pointerDrag(grip, `[data-testid="column-contacted"]`)
-	sam.waitText(`[data-testid="flash"]`, "Moved Dana Scully to Contacted")
-	if got := d.status(dana); got != "contacted" {
-		t.Fatalf("after the drop Dana is %q", got)
-	}
-	if !run(sam, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
-		t.Error("the drop reloaded the page instead of swapping it")
-	}
-	if sam.count(`[data-testid="column-contacted"] [data-lead-id="`+dana+`"]`) != 1 {
-		t.Fatal("Dana's card is not in the Contacted column")
-	}
+	d.dragToContacted(sam, "Dana Scully")
 	sam.screenshot("board-dragged")
 
 	t.Log("the drop column lights up while dragging")
@@ -438,7 +424,7 @@ func TestBrowserBoardDrag(t *testing.T) {
 	if res.Status != 200 {
 		t.Fatalf("edit meanwhile: %d %s", res.Status, res.Body)
 	}
-	grip = `[data-lead-id="` + walter + `"] [data-grip]`
+	grip := `[data-lead-id="` + walter + `"] [data-grip]`
 	sam.do(chromedp.ScrollIntoView(chromedp.CSS(grip)))
 	sam.pointerDrag(grip, `[data-testid="column-unqualified"]`)
 	sam.waitText(`[data-testid="flash-error"]`, "Not moved")

@@ -119,11 +119,7 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 	if got := kim.text(`[data-testid="set-password-title"]`); got != "Welcome to ACME" {
 		t.Fatalf("invitation title %q", got)
 	}
-	kim.screenshot("links-invite-page")
-	kim.phone()
-	noSideways(t, kim, "invitation page")
-	kim.phone()
-	kim.choosePassword("kim-first-password")
+	kim.choosePassword("links-invite-page", "invitation page", "kim-first-password")
 	if loc := kim.location(); !strings.HasSuffix(loc, "/leads") {
 		t.Fatalf("after accepting the invitation at %s", loc)
 	}
@@ -164,11 +160,7 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 	if st := kim2.open(strings.TrimPrefix(reset, e.URL)); st != 200 {
 		t.Fatalf("reset page: %d", st)
 	}
-	kim2.screenshot("links-reset-page")
-	kim2.phone()
-	noSideways(t, kim2, "reset page")
-	kim2.phone()
-	kim2.choosePassword("kim-second-password")
+	kim2.choosePassword("links-reset-page", "reset page", "kim-second-password")
 	if got := kim2.text(`[data-testid="flash"]`); !strings.Contains(got, "Your new password is set") {
 		t.Fatalf("after the reset: %q at %s", got, kim2.location())
 	}
@@ -188,9 +180,15 @@ func TestBrowserInvitationAndReset(t *testing.T) {
 	kim2.screenshot("links-gone")
 }
 
-// choosePassword fills both fields of the set-password page with pw and
-// submits it.
-func (tb *tab) choosePassword(pw string) {
+// choosePassword saves the set-password page (what) as the screenshot
+// shot, checks it fits a phone, and there fills both its fields with pw
+// and submits it.
+func (tb *tab) choosePassword(shot, what, pw string) {
+	tb.t.Helper()
+	tb.screenshot(shot)
+	tb.phone()
+	noSideways(tb.t, tb, what)
+	tb.phone()
 	tb.do(
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), pw, chromedp.NodeVisible),
 		chromedp.SendKeys(chromedp.CSS(`input[name=confirm]`), pw, chromedp.NodeVisible),

@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,25 +140,15 @@ func TestBrowserLiveInbox(t *testing.T) {
 
 func waitLead(t *testing.T, e *apptest.Env, tenantID, ref string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var id string
-	for e.App.DB.GetContext(context.Background(), &id, `SELECT id FROM leads WHERE tenant_id = ? AND source_ref = ?`, tenantID, ref) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("lead %s never stored", ref)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Eventually(t, 20*time.Second, "lead "+ref+" stored", func() bool {
+		var id string
+		return e.App.DB.GetContext(context.Background(), &id, `SELECT id FROM leads WHERE tenant_id = ? AND source_ref = ?`, tenantID, ref) == nil
+	})
 }
 
 func waitSubscribers(t *testing.T, e *apptest.Env, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.App.LiveHub.Subscribers() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d open streams, want %d", e.App.LiveHub.Subscribers(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 10*time.Second, fmt.Sprintf("%d open streams", n), func() bool { return e.App.LiveHub.Subscribers() == n })
 }
 
 // waitFor polls cond in the open page (no reload) for up to d.

@@ -7,10 +7,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"leadpipe/internal/apptest"
-	"leadpipe/internal/sources"
-	"leadpipe/internal/webhooks/kinds"
 )
 
 // TestBrowserMappingGuidedFix fixes a broken mapping end to end in the
@@ -22,23 +18,8 @@ import (
 func TestBrowserMappingGuidedFix(t *testing.T) {
 	e := browserApp(t, "ui_map", true)
 	ten := e.Tenant("acme")
-	good := kinds.SampleConfig(kinds.Generic)
-	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, hook := e.SourceHook(ten, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	hook.Config = wrong
 	const n = 3
-	for i := range n {
-		id := fmt.Sprintf("evt-%d", i)
-		body := kinds.SampleBody(kinds.Generic, id, fmt.Sprintf("lead-%d", i), kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, time.Now())
-		if st := hook.PostBody(id, body, time.Now()); st != 200 {
-			t.Fatalf("webhook %d: %d", i, st)
-		}
-	}
-	apptest.Eventually(t, 20*time.Second, "deliveries failed", func() bool {
-		var failed int
-		_ = e.App.DB.Get(&failed, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'failed'`, ten.ID)
-		return failed == n
-	})
+	src, _ := failingSource(t, e, ten, n)
 
 	_, tb := adminTab(t, e, ten)
 	page := "/sources/" + src.ID

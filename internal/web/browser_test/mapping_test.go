@@ -15,32 +15,42 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
+// failingSource makes the tenant a generic source whose natural-key path
+// is wrong ($.lead.uuid for $.lead.id), posts it n deliveries (evt-i,
+// lead-i, adai@example.com, sent at the time returned) and waits until
+// every one has failed.
+func failingSource(t *testing.T, e *apptest.Env, ten apptest.Tenant, n int) (sources.Source, time.Time) {
+	t.Helper()
+	good := kinds.SampleConfig(kinds.Generic)
+	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
+	src, hook := e.SourceHook(ten, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
+	hook.Config = wrong
+	sentAt := time.Now()
+	for i := range n {
+		id := fmt.Sprintf("evt-%d", i)
+		body := kinds.SampleBody(kinds.Generic, id, fmt.Sprintf("lead-%d", i), kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, sentAt)
+		if st := hook.PostBody(id, body, time.Now()); st != 200 {
+			t.Fatalf("webhook %d: %d", i, st)
+		}
+	}
+	apptest.Eventually(t, 20*time.Second, "deliveries failed", func() bool {
+		var failed int
+		_ = e.App.DB.Get(&failed, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'failed'`, ten.ID)
+		return failed == n
+	})
+	return src, sentAt
+}
+
 // A generic source posting with a natural-key path that is wrong: the
 // deliveries fail and are listed with their error and raw body. In the
 // mapping editor, typing the right path previews (htmx, no reload) the
 // right keys; saving and "Reprocess failed (N)" make one lead each. The
 // page at 1280 and 390 px is saved as screenshots.
 func TestBrowserMappingEditor(t *testing.T) {
-	e := apptest.New(t, "browser_mapping", apptest.Options{RedisDB: apptest.RedisUI, Worker: true})
+	e := browserApp(t, "browser_mapping", true)
 	ten := e.Tenant("acme")
-	good := kinds.SampleConfig(kinds.Generic)
-	wrong := []byte(strings.Replace(string(good), `"$.lead.id"`, `"$.lead.uuid"`, 1))
-	src, hook := e.SourceHook(ten, sources.CreateInput{Slug: "form", Name: "Landing form", Kind: kinds.Generic, Config: wrong})
-	hook.Config = wrong
 	const n = 3
-	sentAt := time.Now()
-	for i := 0; i < n; i++ {
-		body := kinds.SampleBody(kinds.Generic, fmt.Sprintf("evt-%d", i), fmt.Sprintf("lead-%d", i),
-			kinds.Lead{Email: fmt.Sprintf("ada%d@example.com", i), Name: fmt.Sprintf("Ada %d", i)}, sentAt)
-		if st := hook.PostBody(fmt.Sprintf("evt-%d", i), body, time.Now()); st != 200 {
-			t.Fatalf("webhook %d: %d", i, st)
-		}
-	}
-	var failed int
-	apptest.Eventually(t, 20*time.Second, "deliveries failed", func() bool {
-		_ = e.App.DB.Get(&failed, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'failed'`, ten.ID)
-		return failed == n
-	})
+	src, sentAt := failingSource(t, e, ten, n)
 
 	_, tb := adminTab(t, e, ten)
 	tb.open("/sources/" + src.ID)

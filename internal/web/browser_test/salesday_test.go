@@ -73,6 +73,30 @@ func (d *salesDay) status(id string) string {
 	return st
 }
 
+// dragToContacted drags the named lead's card by its grip onto the
+// Contacted column of the board open in tb, and checks the move: the
+// flash names it, the lead is contacted, its card is in the column, and
+// the page swapped in place rather than reloading. It returns the lead's id.
+func (d *salesDay) dragToContacted(tb *tab, name string) string {
+	tb.t.Helper()
+	id := d.leads[name]
+	tb.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+	grip := `[data-lead-id="` + id + `"] [data-grip]`
+	tb.do(chromedp.ScrollIntoView(chromedp.CSS(grip)))
+	tb.pointerDrag(grip, `[data-testid="column-contacted"]`)
+	tb.waitText(`[data-testid="flash"]`, "Moved "+name+" to Contacted")
+	if got := d.status(id); got != "contacted" {
+		tb.t.Fatalf("after the drop %s is %q", name, got)
+	}
+	if !run(tb, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
+		tb.t.Error("the drop reloaded the page instead of swapping it")
+	}
+	if tb.count(`[data-testid="column-contacted"] [data-lead-id="`+id+`"]`) != 1 {
+		tb.t.Fatalf("%s's card is not in the Contacted column", name)
+	}
+	return id
+}
+
 // waitText waits until the element's text contains want.
 func (tb *tab) waitText(sel, want string) {
 	tb.t.Helper()
@@ -106,19 +130,7 @@ func TestBrowserBoardMoves(t *testing.T) {
 	sam.screenshot("board")
 
 	t.Log("drag Dana to Contacted")
-	dana := d.leads["Dana Scully"]
-	sam.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
-	sam.pointerDrag(`[data-lead-id="`+dana+`"] [data-grip]`, `[data-testid="column-contacted"]`)
-	sam.waitText(`[data-testid="flash"]`, "Moved Dana Scully to Contacted")
-	if got := d.status(dana); got != "contacted" {
-		t.Fatalf("after the drop the lead is %q", got)
-	}
-	if !run(sam, chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
-		t.Error("the drop reloaded the page instead of swapping it")
-	}
-	if sam.count(`[data-testid="column-contacted"] [data-lead-id="`+dana+`"]`) != 1 {
-		t.Fatal("Dana's card is not in the Contacted column")
-	}
+	dana := d.dragToContacted(sam, "Dana Scully")
 	// The focus moves on htmx:afterSettle, a moment after the swap that
 	// showed the flash: wait for it (a busy machine settles later).
 	focused := ""
