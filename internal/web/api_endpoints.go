@@ -16,19 +16,12 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	var in events.CreateInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[events.CreateInput](s, w, r)
+	if !ok {
 		return
 	}
 	ep, err := s.Events.Create(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.Header().Set("Location", "/api/v1/endpoints/"+ep.ID)
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusCreated, ep)
+	s.writeCreated(w, r, "/api/v1/endpoints/"+ep.ID, true, ep, err)
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -95,10 +88,16 @@ func writePage[T any](w http.ResponseWriter, items []T, next string) {
 // go to list, and its page is written.
 func servePage[T any](s *Server, w http.ResponseWriter, r *http.Request, list func(cursor string, limit int) ([]T, string, error)) {
 	cursor, limit, err := pageQuery(r)
+	serveList(s, w, r, err, func() ([]T, string, error) { return list(cursor, limit) })
+}
+
+// serveList answers a paged list whose parameters the handler has read
+// (err: they were invalid): list's page is written, or the problem.
+func serveList[T any](s *Server, w http.ResponseWriter, r *http.Request, err error, list func() ([]T, string, error)) {
 	if err == nil {
 		var items []T
 		var next string
-		items, next, err = list(cursor, limit)
+		items, next, err = list()
 		if err == nil {
 			writePage(w, items, next)
 			return
@@ -118,9 +117,8 @@ func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	var in events.RecoverInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[events.RecoverInput](s, w, r)
+	if !ok {
 		return
 	}
 	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
