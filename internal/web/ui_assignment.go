@@ -140,11 +140,7 @@ func sourceText(id string, dir directory) string {
 }
 
 func fieldText(c leads.RuleCondition) string {
-	eq := ""
-	if c.Equals != nil {
-		eq = *c.Equals
-	}
-	return *c.Field + " equals “" + eq + "”"
+	return *c.Field + " equals “" + deref(c.Equals) + "”"
 }
 
 // uiSaveFirstResponse is POST /settings/assignment: the first-response time.
@@ -380,10 +376,7 @@ func formOfRule(rule leads.AssignmentRule) settings.RuleForm {
 	// The form offers one condition; a rule made through the API with
 	// both keeps the source and shows the field too (both are saved).
 	if c := rule.When; c.Field != nil {
-		f.When, f.Field = settings.WhenField, *c.Field
-		if c.Equals != nil {
-			f.Equals = *c.Equals
-		}
+		f.When, f.Field, f.Equals = settings.WhenField, *c.Field, deref(c.Equals)
 	}
 	if c := rule.When; c.SourceID != nil {
 		f.When, f.SourceID = settings.WhenSource, *c.SourceID
@@ -391,9 +384,7 @@ func formOfRule(rule leads.AssignmentRule) settings.RuleForm {
 	for _, m := range rule.Members {
 		f.Members[m] = true
 	}
-	if rule.OwnerID != nil {
-		f.OwnerID = *rule.OwnerID
-	}
+	f.OwnerID = deref(rule.OwnerID)
 	f.Caps = map[string]string{}
 	for u, c := range rule.Caps {
 		f.Caps[u] = strconv.Itoa(c)
@@ -607,13 +598,6 @@ func assignedBy(tl []leads.TimelineEntry, ownerID string) (rule string, ok bool)
 		}
 	}
 	return "", false
-}
-
-func timeOr0(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // mineFirst orders a first-response view (Overdue, Due soon) with the

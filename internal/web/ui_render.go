@@ -68,6 +68,16 @@ func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int
 	s.render(w, r, status, c)
 }
 
+// formPage answers the GET of a page that carries a form: view builds it
+// with the form empty, page renders it.
+func formPage[F, V any](s *Server, view func(http.ResponseWriter, *http.Request, F) (V, error), page func(V) templ.Component) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var empty F
+		v, err := view(w, r, empty)
+		s.renderResult(w, r, http.StatusOK, page(v), err)
+	}
+}
+
 // page builds the chrome of a signed-in page: user, tenant, active tab,
 // the flash left by the previous POST and, for admins, open alerts.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active string) layouts.Page {

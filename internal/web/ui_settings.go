@@ -37,11 +37,6 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 	return v, nil
 }
 
-func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request) {
-	v, err := s.usersView(w, r, settings.UserForm{})
-	s.renderResult(w, r, http.StatusOK, settings.Users(v), err)
-}
-
 func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	// The page invites: the person chooses their own password from the
