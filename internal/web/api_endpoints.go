@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -45,22 +46,16 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	var in events.RotateInput
-	if err := DecodeOptionalJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	_, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	in, ok := decodeAfter[events.RotateInput](s, w, r, err, DecodeOptionalJSON)
+	if !ok {
 		return
 	}
 	ep, err := s.Events.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	if err == nil {
+		w.Header().Set("Cache-Control", "no-store") // the new secret, shown this once
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusOK, ep)
+	s.writeResult(w, r, http.StatusOK, ep, err)
 }
 
 // pageQuery reads ?cursor=&limit= (limit 1–200, default 50).
@@ -113,16 +108,19 @@ func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	_, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	requeue(s, w, r, err, DecodeJSON, s.Events.Recover)
+}
+
+// requeue answers a POST that queues deliveries again for what the URL's
+// {id} names, once looked up (found: the lookup's error): the body, read
+// with decode, is queue's input.
+func requeue[In any](s *Server, w http.ResponseWriter, r *http.Request, found error, decode func(http.ResponseWriter, *http.Request, any) error,
+	queue func(ctx context.Context, tenantID, id string, in In) (int, error)) {
+	if in, ok := decodeAfter[In](s, w, r, found, decode); ok {
+		n, err := queue(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+		s.writeQueued(w, r, n, err)
 	}
-	in, ok := decodeBody[events.RecoverInput](s, w, r)
-	if !ok {
-		return
-	}
-	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeQueued(w, r, n, err)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -133,12 +131,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 	v, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
 	v.Deliveries = nonNil(v.Deliveries)
-	WriteJSON(w, http.StatusOK, v)
+	s.writeResult(w, r, http.StatusOK, v, err)
 }
 
 func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
@@ -148,15 +142,6 @@ func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	var in events.ReplayInput
-	if err := DecodeOptionalJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeQueued(w, r, n, err)
+	_, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	requeue(s, w, r, err, DecodeOptionalJSON, s.Events.Replay)
 }

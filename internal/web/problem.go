@@ -135,8 +135,20 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, location s
 // decodeBody reads the JSON body into a T (DecodeJSON); false when it has
 // answered with the problem.
 func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, bool) {
+	return decodeAfter[T](s, w, r, nil, DecodeJSON)
+}
+
+// decodeAfter is decodeBody for a write to something looked up first
+// (found: the lookup's error), so that another tenant's id answers 404
+// before the body is looked at; decode is DecodeJSON, or
+// DecodeOptionalJSON where the body may be absent.
+func decodeAfter[T any](s *Server, w http.ResponseWriter, r *http.Request, found error, decode func(http.ResponseWriter, *http.Request, any) error) (T, bool) {
 	var v T
-	if err := DecodeJSON(w, r, &v); err != nil {
+	err := found
+	if err == nil {
+		err = decode(w, r, &v)
+	}
+	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return v, false
 	}
