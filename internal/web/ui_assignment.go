@@ -26,7 +26,7 @@ import (
 // it was rendered from: a form from a stale page is refused instead of
 // changing the wrong rule.
 func (s *Server) assignmentUIRoutes(r chi.Router) {
-	r.Get("/settings/assignment", s.uiAssignment)
+	r.Get("/settings/assignment", viewPage(s, s.assignmentView, settings.Assignment))
 	r.Post("/settings/assignment", s.uiSaveFirstResponse)
 	r.Get("/settings/assignment/rules/new", s.uiNewRule)
 	r.Post("/settings/assignment/rules", s.uiCreateRule)
@@ -55,19 +55,14 @@ func ruleIndex(r *http.Request) (int, bool) {
 	return n, err == nil && n >= 0 && n < 10_000
 }
 
-func (s *Server) uiAssignment(w http.ResponseWriter, r *http.Request) {
-	sess := sessionFrom(r.Context())
-	a, err := s.Leads.Assignment(r.Context(), sess.Tenant.ID)
+// assignmentView is the list of the tenant's rules as they are now.
+func (s *Server) assignmentView(w http.ResponseWriter, r *http.Request) (settings.AssignmentView, error) {
+	tenantID := sessionFrom(r.Context()).Tenant.ID
+	a, err := s.Leads.Assignment(r.Context(), tenantID)
 	if err != nil {
-		s.uiError(w, r, err)
-		return
+		return settings.AssignmentView{}, err
 	}
-	v, err := s.assignmentView(w, r, a)
-	s.renderResult(w, r, http.StatusOK, settings.Assignment(v), err)
-}
-
-func (s *Server) assignmentView(w http.ResponseWriter, r *http.Request, a leads.Assignment) (settings.AssignmentView, error) {
-	dir, err := s.loadDirectory(r.Context(), sessionFrom(r.Context()).Tenant.ID)
+	dir, err := s.loadDirectory(r.Context(), tenantID)
 	if err != nil {
 		return settings.AssignmentView{}, err
 	}
@@ -163,12 +158,7 @@ func (s *Server) uiSaveFirstResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case apperr.Is(err, apperr.Invalid):
-		cur, gerr := s.Leads.Assignment(r.Context(), sessionFrom(r.Context()).Tenant.ID)
-		if gerr != nil {
-			s.uiError(w, r, gerr)
-			return
-		}
-		v, verr := s.assignmentView(nil, r, cur)
+		v, verr := s.assignmentView(nil, r)
 		if verr != nil {
 			s.uiError(w, r, verr)
 			return

@@ -91,7 +91,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/settings/users/{id}/remove", s.uiRemoveUser)
 				r.Post("/settings/users/{id}/invite", s.uiReinvite)
 				r.Post("/settings/users/{id}/away", s.uiUserAway)
-				r.Get("/settings/tokens", s.uiTokens)
+				r.Get("/settings/tokens", viewPage(s, s.tokensView, settings.Tokens))
 				r.Post("/settings/tokens", s.withForm(s.uiCreateToken))
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
 				r.Get("/settings/audit", s.uiAudit)

@@ -275,11 +275,6 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 	return v, nil
 }
 
-func (s *Server) uiTokens(w http.ResponseWriter, r *http.Request) {
-	v, err := s.tokensView(w, r)
-	s.renderResult(w, r, http.StatusOK, settings.Tokens(v), err)
-}
-
 // uiCreateToken answers with the page itself (no redirect): the new token
 // is shown this once and never stored in plain text, not even in a cookie.
 func (s *Server) uiCreateToken(w http.ResponseWriter, r *http.Request) {
