@@ -145,19 +145,14 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 // getAlert is one alert with its history.
 func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Monitor.Alert(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	var ev []monitor.AlertEvent
+	if err == nil {
+		ev, err = s.Monitor.AlertEvents(r.Context(), Tenant(r), a.ID)
 	}
-	ev, err := s.Monitor.AlertEvents(r.Context(), Tenant(r), a.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, struct {
+	s.writeResult(w, r, http.StatusOK, struct {
 		monitor.Alert
 		Events []monitor.AlertEvent `json:"events"`
-	}{a, ev})
+	}{a, ev}, err)
 }
 
 // ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.
