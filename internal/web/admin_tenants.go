@@ -15,20 +15,16 @@ type provisionResponse struct {
 }
 
 func (s *Server) adminCreateTenant(w http.ResponseWriter, r *http.Request) {
-	var in tenants.ProvisionInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[tenants.ProvisionInput](s, w, r)
+	if !ok {
 		return
 	}
 	p, err := s.Tenants.Provision(r.Context(), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	if err == nil {
+		s.Log.InfoContext(r.Context(), "tenant provisioned", "tenant_id", p.Tenant.ID, "slug", p.Tenant.Slug)
 	}
-	s.Log.InfoContext(r.Context(), "tenant provisioned", "tenant_id", p.Tenant.ID, "slug", p.Tenant.Slug)
-	w.Header().Set("Location", "/api/admin/v1/tenants/"+p.Tenant.ID)
-	WriteJSON(w, http.StatusCreated, provisionResponse{ID: p.Tenant.ID, Slug: p.Tenant.Slug, Name: p.Tenant.Name,
-		AdminEmail: p.Admin.Email, APIToken: p.APIToken})
+	s.writeCreated(w, r, "/api/admin/v1/tenants/"+p.Tenant.ID, false, provisionResponse{ID: p.Tenant.ID, Slug: p.Tenant.Slug,
+		Name: p.Tenant.Name, AdminEmail: p.Admin.Email, APIToken: p.APIToken}, err)
 }
 
 func (s *Server) adminListTenants(w http.ResponseWriter, r *http.Request) {

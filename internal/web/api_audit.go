@@ -25,15 +25,11 @@ func auditFilter(r *http.Request) (audit.Filter, error) {
 // apiListAudit is GET /api/v1/audit: the tenant's audit log, newest first.
 func (s *Server) apiListAudit(w http.ResponseWriter, r *http.Request) {
 	f, err := auditFilter(r)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	p, err := s.Audit.List(r.Context(), Tenant(r), f)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writePage(w, p.Items, p.NextCursor)
+	serveList(s, w, r, err, func() ([]audit.Entry, string, error) {
+		p, err := s.Audit.List(r.Context(), Tenant(r), f)
+		if err == nil {
+			w.Header().Set("Cache-Control", "no-store")
+		}
+		return p.Items, p.NextCursor, err
+	})
 }

@@ -61,12 +61,8 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	page, err := s.DeliveryOps.ListDeliveries(r.Context(), Tenant(r), chi.URLParam(r, "id"), q.Get("state"), q.Get("cursor"), limit)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
 	page.Items = nonNil(page.Items)
-	WriteJSON(w, http.StatusOK, page)
+	s.writeResult(w, r, http.StatusOK, page, err)
 }
 
 func (s *Server) reprocessDelivery(w http.ResponseWriter, r *http.Request) {

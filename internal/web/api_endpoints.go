@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -16,19 +17,12 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	var in events.CreateInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[events.CreateInput](s, w, r)
+	if !ok {
 		return
 	}
 	ep, err := s.Events.Create(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.Header().Set("Location", "/api/v1/endpoints/"+ep.ID)
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusCreated, ep)
+	s.writeCreated(w, r, "/api/v1/endpoints/"+ep.ID, true, ep, err)
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -52,22 +46,16 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	var in events.RotateInput
-	if err := DecodeOptionalJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	_, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	in, ok := decodeAfter[events.RotateInput](s, w, r, err, DecodeOptionalJSON)
+	if !ok {
 		return
 	}
 	ep, err := s.Events.Rotate(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	if err == nil {
+		w.Header().Set("Cache-Control", "no-store") // the new secret, shown this once
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusOK, ep)
+	s.writeResult(w, r, http.StatusOK, ep, err)
 }
 
 // pageQuery reads ?cursor=&limit= (limit 1–200, default 50).
@@ -95,10 +83,16 @@ func writePage[T any](w http.ResponseWriter, items []T, next string) {
 // go to list, and its page is written.
 func servePage[T any](s *Server, w http.ResponseWriter, r *http.Request, list func(cursor string, limit int) ([]T, string, error)) {
 	cursor, limit, err := pageQuery(r)
+	serveList(s, w, r, err, func() ([]T, string, error) { return list(cursor, limit) })
+}
+
+// serveList answers a paged list whose parameters the handler has read
+// (err: they were invalid): list's page is written, or the problem.
+func serveList[T any](s *Server, w http.ResponseWriter, r *http.Request, err error, list func() ([]T, string, error)) {
 	if err == nil {
 		var items []T
 		var next string
-		items, next, err = list(cursor, limit)
+		items, next, err = list()
 		if err == nil {
 			writePage(w, items, next)
 			return
@@ -114,17 +108,19 @@ func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	_, err := s.Events.Get(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	requeue(s, w, r, err, DecodeJSON, s.Events.Recover)
+}
+
+// requeue answers a POST that queues deliveries again for what the URL's
+// {id} names, once looked up (found: the lookup's error): the body, read
+// with decode, is queue's input.
+func requeue[In any](s *Server, w http.ResponseWriter, r *http.Request, found error, decode func(http.ResponseWriter, *http.Request, any) error,
+	queue func(ctx context.Context, tenantID, id string, in In) (int, error)) {
+	if in, ok := decodeAfter[In](s, w, r, found, decode); ok {
+		n, err := queue(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
+		s.writeQueued(w, r, n, err)
 	}
-	var in events.RecoverInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	n, err := s.Events.Recover(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeQueued(w, r, n, err)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -135,12 +131,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 	v, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
 	v.Deliveries = nonNil(v.Deliveries)
-	WriteJSON(w, http.StatusOK, v)
+	s.writeResult(w, r, http.StatusOK, v, err)
 }
 
 func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
@@ -150,15 +142,6 @@ func (s *Server) listEventAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) replayEvent(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	var in events.ReplayInput
-	if err := DecodeOptionalJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	n, err := s.Events.Replay(r.Context(), Tenant(r), chi.URLParam(r, "id"), in)
-	s.writeQueued(w, r, n, err)
+	_, err := s.Events.Event(r.Context(), Tenant(r), chi.URLParam(r, "id"))
+	requeue(s, w, r, err, DecodeOptionalJSON, s.Events.Replay)
 }

@@ -18,12 +18,7 @@ func (s *Server) apiCreateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.Forms.Create(r.Context(), Tenant(r), slug, in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.Header().Set("Location", "/api/v1/forms/"+f.ID)
-	WriteJSON(w, http.StatusCreated, f)
+	s.writeCreated(w, r, "/api/v1/forms/"+f.ID, false, f, err)
 }
 
 func (s *Server) apiListForms(w http.ResponseWriter, r *http.Request) {

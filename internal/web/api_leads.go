@@ -220,16 +220,10 @@ func (s *Server) pickVersion(r *http.Request, id string, versions []int) (int, e
 
 func (s *Server) apiListLeads(w http.ResponseWriter, r *http.Request) {
 	f, err := leadFilter(r.URL.Query())
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	page, err := s.Leads.List(r.Context(), Tenant(r), f)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	writePage(w, page.Items, page.NextCursor)
+	serveList(s, w, r, err, func() ([]leads.Lead, string, error) {
+		page, err := s.Leads.List(r.Context(), Tenant(r), f)
+		return page.Items, page.NextCursor, err
+	})
 }
 
 // leadFilter reads the filters of GET /api/v1/leads (and of its CSV

@@ -111,13 +111,6 @@ func (s *Server) decodeOver(w http.ResponseWriter, r *http.Request, cur any, err
 	return true
 }
 
-// getSLARule is GET /api/v1/alert-rules/sla-breach: the tenant's
-// sla_breach rule.
-func (s *Server) getSLARule(w http.ResponseWriter, r *http.Request) {
-	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
-	s.writeResult(w, r, http.StatusOK, rules, err)
-}
-
 // putSLARule overlays the fields sent on the current sla_breach rule.
 func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 	rules, err := s.Monitor.SLARules(r.Context(), Tenant(r))
@@ -125,11 +118,6 @@ func (s *Server) putSLARule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.Monitor.SetSLARules(r.Context(), Tenant(r), rules, actor(r))
-	s.writeResult(w, r, http.StatusOK, out, err)
-}
-
-func (s *Server) resetSLARule(w http.ResponseWriter, r *http.Request) {
-	out, err := s.Monitor.ResetSLARules(r.Context(), Tenant(r))
 	s.writeResult(w, r, http.StatusOK, out, err)
 }
 
@@ -149,34 +137,22 @@ func actor(r *http.Request) string {
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, err := positiveLimit(q, "must be between 1 and 200")
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	items, next, err := s.Monitor.Alerts(r.Context(), Tenant(r), q.Get("state"), q.Get("cursor"), limit)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	writePage(w, items, next)
+	serveList(s, w, r, err, func() ([]monitor.Alert, string, error) {
+		return s.Monitor.Alerts(r.Context(), Tenant(r), q.Get("state"), q.Get("cursor"), limit)
+	})
 }
 
 // getAlert is one alert with its history.
 func (s *Server) getAlert(w http.ResponseWriter, r *http.Request) {
 	a, err := s.Monitor.Alert(r.Context(), Tenant(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	var ev []monitor.AlertEvent
+	if err == nil {
+		ev, err = s.Monitor.AlertEvents(r.Context(), Tenant(r), a.ID)
 	}
-	ev, err := s.Monitor.AlertEvents(r.Context(), Tenant(r), a.ID)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, struct {
+	s.writeResult(w, r, http.StatusOK, struct {
 		monitor.Alert
 		Events []monitor.AlertEvent `json:"events"`
-	}{a, ev})
+	}{a, ev}, err)
 }
 
 // ackAlert is POST /api/v1/alerts/{id}/ack; acknowledging twice is fine.

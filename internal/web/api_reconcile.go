@@ -26,18 +26,12 @@ func (s *Server) triggerReconcile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listReconcileRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, err := positiveLimit(q, "must be a whole number from 1 to 100")
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	page, err := s.Reconcile.ListRuns(r.Context(), Tenant(r), chi.URLParam(r, "id"), limit, q.Get("cursor"))
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	items := make([]reconcile.RunView, 0, len(page.Items))
-	for _, run := range page.Items {
-		items = append(items, run.View())
-	}
-	writePage(w, items, page.NextCursor)
+	serveList(s, w, r, err, func() ([]reconcile.RunView, string, error) {
+		page, err := s.Reconcile.ListRuns(r.Context(), Tenant(r), chi.URLParam(r, "id"), limit, q.Get("cursor"))
+		items := make([]reconcile.RunView, 0, len(page.Items))
+		for _, run := range page.Items {
+			items = append(items, run.View())
+		}
+		return items, page.NextCursor, err
+	})
 }

@@ -60,16 +60,13 @@ func (s *Server) createSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	src, secret, err := s.Sources.Create(r.Context(), Tenant(r), in)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
+	var v sources.View
+	if err == nil {
+		v = s.Sources.View(slug, src)
+		v.Secret = secret
+		v.SecretWebhookURL = secretWebhookURL(v, secret)
 	}
-	v := s.Sources.View(slug, src)
-	v.Secret = secret
-	v.SecretWebhookURL = secretWebhookURL(v, secret)
-	w.Header().Set("Location", "/api/v1/sources/"+src.ID)
-	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusCreated, v)
+	s.writeCreated(w, r, "/api/v1/sources/"+src.ID, true, v, err)
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
@@ -91,9 +88,8 @@ func secretWebhookURL(v sources.View, secret string) string {
 }
 
 func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
-	var in sources.PatchInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[sources.PatchInput](s, w, r)
+	if !ok {
 		return
 	}
 	if _, ok := s.routeSource(w, r); !ok {

@@ -43,14 +43,8 @@ func (s *Server) apiCreateToken(w http.ResponseWriter, r *http.Request) {
 		in.ExpiresAt = &at
 	}
 	t, plain, err := s.Tenants.IssueToken(r.Context(), Tenant(r), in, nil)
-	if err != nil {
-		WriteError(w, r, s.Log, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", "/api/v1/tokens")
-	WriteJSON(w, http.StatusCreated, createdToken{ID: t.ID, Name: t.Name, Token: plain, Scopes: t.Scopes,
-		ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt})
+	s.writeCreated(w, r, "/api/v1/tokens", true, createdToken{ID: t.ID, Name: t.Name, Token: plain, Scopes: t.Scopes,
+		ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt}, err)
 }
 
 // apiListTokens is GET /api/v1/tokens (never the tokens themselves).

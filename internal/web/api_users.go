@@ -63,9 +63,8 @@ func (s *Server) apiUsers(ctx context.Context, tenantID string, us ...tenants.Us
 // without a password the person is invited (an e-mail with a link valid
 // 72 h to choose one); with one, the admin has set it.
 func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
-	var in tenants.CreateUserInput
-	if err := DecodeJSON(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+	in, ok := decodeBody[tenants.CreateUserInput](s, w, r)
+	if !ok {
 		return
 	}
 	u, err := s.Tenants.CreateUser(r.Context(), Tenant(r), in)
@@ -78,8 +77,7 @@ func (s *Server) apiCreateUser(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	w.Header().Set("Location", "/api/v1/users/"+u.ID)
-	WriteJSON(w, http.StatusCreated, items[0])
+	s.writeCreated(w, r, "/api/v1/users/"+u.ID, false, items[0], nil)
 }
 
 // apiInviteUser is POST /api/v1/users/{id}/invitation: a new invitation

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -116,16 +117,70 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, status int,
 	WriteJSON(w, status, v)
 }
 
-// decodeAndWrite answers a request whose JSON body is call's one input:
-// the body decoded into an In (DecodeJSON), then call's result as 200 JSON.
-func decodeAndWrite[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, call func(in In) (Out, error)) {
-	var in In
-	if err := DecodeJSON(w, r, &in); err != nil {
+// writeCreated answers a POST that made something: err as a problem, else
+// v as 201 JSON with the Location it now lives at. secret: v carries a
+// secret shown this once, which no cache may keep.
+func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, location string, secret bool, v any, err error) {
+	if err != nil {
 		WriteError(w, r, s.Log, err)
 		return
 	}
-	out, err := call(in)
-	s.writeResult(w, r, http.StatusOK, out, err)
+	if secret {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	w.Header().Set("Location", location)
+	WriteJSON(w, http.StatusCreated, v)
+}
+
+// decodeBody reads the JSON body into a T (DecodeJSON); false when it has
+// answered with the problem.
+func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, bool) {
+	return decodeAfter[T](s, w, r, nil, DecodeJSON)
+}
+
+// decodeAfter is decodeBody for a write to something looked up first
+// (found: the lookup's error), so that another tenant's id answers 404
+// before the body is looked at; decode is DecodeJSON, or
+// DecodeOptionalJSON where the body may be absent.
+func decodeAfter[T any](s *Server, w http.ResponseWriter, r *http.Request, found error, decode func(http.ResponseWriter, *http.Request, any) error) (T, bool) {
+	var v T
+	err := found
+	if err == nil {
+		err = decode(w, r, &v)
+	}
+	if err != nil {
+		WriteError(w, r, s.Log, err)
+		return v, false
+	}
+	return v, true
+}
+
+// decodeAndWrite answers a request whose JSON body is call's one input:
+// the body decoded into an In (decodeBody), then call's result as 200 JSON.
+func decodeAndWrite[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, call func(in In) (Out, error)) {
+	if in, ok := decodeBody[In](s, w, r); ok {
+		out, err := call(in)
+		s.writeResult(w, r, http.StatusOK, out, err)
+	}
+}
+
+// tenantResult answers a request about something the tenant has one of (a
+// setting, a rule): call's value for the tenant as 200 JSON.
+func tenantResult[T any](s *Server, call func(ctx context.Context, tenantID string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := call(r.Context(), Tenant(r))
+		s.writeResult(w, r, http.StatusOK, v, err)
+	}
+}
+
+// tenantPut answers a PUT that replaces such a thing: the body decoded
+// into an In (decodeAndWrite) goes to put, its result is the answer.
+func tenantPut[In, Out any](s *Server, put func(ctx context.Context, tenantID string, in In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		decodeAndWrite(s, w, r, func(in In) (Out, error) {
+			return put(r.Context(), Tenant(r), in)
+		})
+	}
 }
 
 // writeNoContent answers 204, or err as a problem.

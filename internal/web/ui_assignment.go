@@ -26,7 +26,7 @@ import (
 // it was rendered from: a form from a stale page is refused instead of
 // changing the wrong rule.
 func (s *Server) assignmentUIRoutes(r chi.Router) {
-	r.Get("/settings/assignment", s.uiAssignment)
+	r.Get("/settings/assignment", viewPage(s, s.assignmentView, settings.Assignment))
 	r.Post("/settings/assignment", s.uiSaveFirstResponse)
 	r.Get("/settings/assignment/rules/new", s.uiNewRule)
 	r.Post("/settings/assignment/rules", s.uiCreateRule)
@@ -55,19 +55,14 @@ func ruleIndex(r *http.Request) (int, bool) {
 	return n, err == nil && n >= 0 && n < 10_000
 }
 
-func (s *Server) uiAssignment(w http.ResponseWriter, r *http.Request) {
-	sess := sessionFrom(r.Context())
-	a, err := s.Leads.Assignment(r.Context(), sess.Tenant.ID)
+// assignmentView is the list of the tenant's rules as they are now.
+func (s *Server) assignmentView(w http.ResponseWriter, r *http.Request) (settings.AssignmentView, error) {
+	tenantID := sessionFrom(r.Context()).Tenant.ID
+	a, err := s.Leads.Assignment(r.Context(), tenantID)
 	if err != nil {
-		s.uiError(w, r, err)
-		return
+		return settings.AssignmentView{}, err
 	}
-	v, err := s.assignmentView(w, r, a)
-	s.renderResult(w, r, http.StatusOK, settings.Assignment(v), err)
-}
-
-func (s *Server) assignmentView(w http.ResponseWriter, r *http.Request, a leads.Assignment) (settings.AssignmentView, error) {
-	dir, err := s.loadDirectory(r.Context(), sessionFrom(r.Context()).Tenant.ID)
+	dir, err := s.loadDirectory(r.Context(), tenantID)
 	if err != nil {
 		return settings.AssignmentView{}, err
 	}
@@ -140,11 +135,7 @@ func sourceText(id string, dir directory) string {
 }
 
 func fieldText(c leads.RuleCondition) string {
-	eq := ""
-	if c.Equals != nil {
-		eq = *c.Equals
-	}
-	return *c.Field + " equals “" + eq + "”"
+	return *c.Field + " equals “" + deref(c.Equals) + "”"
 }
 
 // uiSaveFirstResponse is POST /settings/assignment: the first-response time.
@@ -167,12 +158,7 @@ func (s *Server) uiSaveFirstResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case apperr.Is(err, apperr.Invalid):
-		cur, gerr := s.Leads.Assignment(r.Context(), sessionFrom(r.Context()).Tenant.ID)
-		if gerr != nil {
-			s.uiError(w, r, gerr)
-			return
-		}
-		v, verr := s.assignmentView(nil, r, cur)
+		v, verr := s.assignmentView(nil, r)
 		if verr != nil {
 			s.uiError(w, r, verr)
 			return
@@ -380,10 +366,7 @@ func formOfRule(rule leads.AssignmentRule) settings.RuleForm {
 	// The form offers one condition; a rule made through the API with
 	// both keeps the source and shows the field too (both are saved).
 	if c := rule.When; c.Field != nil {
-		f.When, f.Field = settings.WhenField, *c.Field
-		if c.Equals != nil {
-			f.Equals = *c.Equals
-		}
+		f.When, f.Field, f.Equals = settings.WhenField, *c.Field, deref(c.Equals)
 	}
 	if c := rule.When; c.SourceID != nil {
 		f.When, f.SourceID = settings.WhenSource, *c.SourceID
@@ -391,9 +374,7 @@ func formOfRule(rule leads.AssignmentRule) settings.RuleForm {
 	for _, m := range rule.Members {
 		f.Members[m] = true
 	}
-	if rule.OwnerID != nil {
-		f.OwnerID = *rule.OwnerID
-	}
+	f.OwnerID = deref(rule.OwnerID)
 	f.Caps = map[string]string{}
 	for u, c := range rule.Caps {
 		f.Caps[u] = strconv.Itoa(c)
@@ -607,13 +588,6 @@ func assignedBy(tl []leads.TimelineEntry, ownerID string) (rule string, ok bool)
 		}
 	}
 	return "", false
-}
-
-func timeOr0(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // mineFirst orders a first-response view (Overdue, Due soon) with the

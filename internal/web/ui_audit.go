@@ -104,15 +104,21 @@ func (s *Server) auditActionOptions(r *http.Request, tenantID, current string) (
 		return nil, err
 	}
 	out := []components.Option{{Value: "", Label: "Every action"}}
-	found := current == ""
 	for _, a := range actions {
 		out = append(out, components.Option{Value: a, Label: settings.ActionLabel(a)})
-		found = found || a == current
 	}
-	if !found {
-		out = append(out, components.Option{Value: current, Label: settings.ActionLabel(current)})
+	return withCurrent(out, current, settings.ActionLabel(current)), nil
+}
+
+// withCurrent is opts with the value asked for, labelled label, added when
+// none of them is it.
+func withCurrent(opts []components.Option, current, label string) []components.Option {
+	for _, o := range opts {
+		if o.Value == current {
+			return opts
+		}
 	}
-	return out, nil
+	return append(opts, components.Option{Value: current, Label: label})
 }
 
 // auditActorOptions are the tenant's people and API tokens (revoked ones
@@ -127,17 +133,11 @@ func (s *Server) auditActorOptions(r *http.Request, tenantID, current string) ([
 		return nil, err
 	}
 	out := []components.Option{{Value: "", Label: "Everyone"}}
-	found := current == ""
 	for _, u := range us {
 		out = append(out, components.Option{Value: u.ID, Label: u.Name + " (" + u.Email + ")"})
-		found = found || u.ID == current
 	}
 	for _, t := range ts {
 		out = append(out, components.Option{Value: t.ID, Label: "API token: " + t.Name})
-		found = found || t.ID == current
 	}
-	if !found {
-		out = append(out, components.Option{Value: current, Label: current})
-	}
-	return out, nil
+	return withCurrent(out, current, current), nil
 }

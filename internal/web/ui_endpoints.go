@@ -20,7 +20,7 @@ import (
 // endpointUIRoutes are the admin pages of outbound webhooks (inside the
 // admin group of uiRoutes).
 func (s *Server) endpointUIRoutes(r chi.Router) {
-	r.Get("/settings/endpoints", s.uiEndpoints)
+	r.Get("/settings/endpoints", formPage(s, s.endpointsList, epviews.List))
 	r.Post("/settings/endpoints", s.withForm(s.uiCreateEndpoint))
 	r.Get("/settings/endpoints/{id}", s.uiEndpoint)
 	r.Post("/settings/endpoints/{id}", s.withForm(s.uiEditEndpoint))
@@ -39,9 +39,7 @@ func endpointView(ep events.Endpoint) epviews.Endpoint {
 	if ep.DisabledReason != nil {
 		v.DisabledReason = sentence("", *ep.DisabledReason)
 	}
-	if ep.LastError != nil {
-		v.LastError = *ep.LastError
-	}
+	v.LastError = deref(ep.LastError)
 	return v
 }
 
@@ -60,11 +58,6 @@ func (s *Server) endpointsList(w http.ResponseWriter, r *http.Request, form epvi
 		v.Form.Events = []string{events.LeadCreated, events.LeadStatusChanged}
 	}
 	return v, nil
-}
-
-func (s *Server) uiEndpoints(w http.ResponseWriter, r *http.Request) {
-	v, err := s.endpointsList(w, r, epviews.Form{})
-	s.renderResult(w, r, http.StatusOK, epviews.List(v), err)
 }
 
 // uiCreateEndpoint answers with the page itself: the secret is shown this
@@ -117,9 +110,11 @@ func attemptViews(atts []events.Attempt, urls map[string]string) []epviews.Attem
 	return out
 }
 
-func deref(p *string) string {
+// deref is what p points at, or T's zero value for nil.
+func deref[T any](p *T) T {
 	if p == nil {
-		return ""
+		var zero T
+		return zero
 	}
 	return *p
 }
@@ -264,11 +259,7 @@ func (s *Server) uiRecoverEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) uiRotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
-	if err != nil {
-		grace = 86400
-	}
+	id, grace := chi.URLParam(r, "id"), postedGrace(r)
 	ep, err := s.Events.Rotate(r.Context(), sess.Tenant.ID, id, events.RotateInput{GraceSeconds: &grace})
 	if err != nil {
 		s.uiError(w, r, err)

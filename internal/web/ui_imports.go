@@ -26,13 +26,9 @@ func (s *Server) importUIRoutes(r Router) {
 }
 
 func importItem(v imports.View) importviews.Item {
-	it := importviews.Item{ID: v.ID, State: v.State, Filename: v.Filename, NaturalKey: v.NaturalKey, Rows: v.Rows,
+	return importviews.Item{ID: v.ID, State: v.State, Filename: v.Filename, NaturalKey: v.NaturalKey, Rows: v.Rows,
 		Processed: v.Processed, New: v.New, Updated: v.Updated, Unchanged: v.Unchanged, Errors: v.Errors,
-		Percent: int(v.Progress * 100)}
-	if v.LastError != nil {
-		it.LastError = *v.LastError
-	}
-	return it
+		Percent: int(v.Progress * 100), LastError: deref(v.LastError)}
 }
 
 func (s *Server) importsPage(w http.ResponseWriter, r *http.Request, status int, problem string) {

@@ -101,14 +101,8 @@ func (d directory) leadView(l leads.Lead) leadviews.Lead {
 		v.OwnerID = *l.OwnerID
 		v.OwnerName = d.userName(*l.OwnerID)
 	}
-	if l.SourceCreatedAt != nil {
-		v.SourceCreatedAt = *l.SourceCreatedAt
-	}
-	v.NextStep = l.NextStep
-	if l.DueAt != nil {
-		v.DueAt = *l.DueAt
-	}
-	v.AssignedAt, v.FirstResponseDueAt, v.FirstRespondedAt = timeOr0(l.AssignedAt), timeOr0(l.FirstResponseDueAt), timeOr0(l.FirstRespondedAt)
+	v.SourceCreatedAt, v.NextStep, v.DueAt = deref(l.SourceCreatedAt), l.NextStep, deref(l.DueAt)
+	v.AssignedAt, v.FirstResponseDueAt, v.FirstRespondedAt = deref(l.AssignedAt), deref(l.FirstResponseDueAt), deref(l.FirstRespondedAt)
 	if canFetch, ok := d.meta[l.SourceID]; ok && l.Name == "" && l.Email == "" && l.Phone == "" {
 		// A Meta or LinkedIn webhook carries only ids; the fields come from the sender's API.
 		v.Pending = leadviews.PendingToken

@@ -9,17 +9,8 @@ import (
 )
 
 func mailItem(it notify.Item) settings.MailItem {
-	m := settings.MailItem{ID: it.ID, Kind: it.Kind, State: it.State, Attempts: it.Attempts, At: it.CreatedAt}
-	if it.To != nil {
-		m.To = *it.To
-	}
-	if it.Subject != nil {
-		m.Subject = *it.Subject
-	}
-	if it.LastError != nil {
-		m.LastError = *it.LastError
-	}
-	return m
+	return settings.MailItem{ID: it.ID, Kind: it.Kind, State: it.State, Attempts: it.Attempts, At: it.CreatedAt,
+		To: deref(it.To), Subject: deref(it.Subject), LastError: deref(it.LastError)}
 }
 
 // uiMail is GET /settings/mail?state=failed&id=: the tenant's e-mail for
@@ -51,12 +42,7 @@ func (s *Server) uiMail(w http.ResponseWriter, r *http.Request) {
 		}
 		m := mailItem(it)
 		v.Open = &m
-		if it.Text != nil {
-			v.OpenText = *it.Text
-		}
-		if it.HTML != nil {
-			v.OpenHTML = *it.HTML
-		}
+		v.OpenText, v.OpenHTML = deref(it.Text), deref(it.HTML)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, settings.Mail(v))

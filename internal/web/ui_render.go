@@ -68,6 +68,22 @@ func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int
 	s.render(w, r, status, c)
 }
 
+// viewPage answers the GET of a page: view builds it, page renders it.
+func viewPage[V any](s *Server, view func(http.ResponseWriter, *http.Request) (V, error), page func(V) templ.Component) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := view(w, r)
+		s.renderResult(w, r, http.StatusOK, page(v), err)
+	}
+}
+
+// formPage is viewPage for a page that carries a form, shown empty.
+func formPage[F, V any](s *Server, view func(http.ResponseWriter, *http.Request, F) (V, error), page func(V) templ.Component) http.HandlerFunc {
+	return viewPage(s, func(w http.ResponseWriter, r *http.Request) (V, error) {
+		var empty F
+		return view(w, r, empty)
+	}, page)
+}
+
 // page builds the chrome of a signed-in page: user, tenant, active tab,
 // the flash left by the previous POST and, for admins, open alerts.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, title, active string) layouts.Page {

@@ -8,6 +8,8 @@ import (
 
 	"leadpipe/internal/atrest"
 	"leadpipe/views/assets"
+	"leadpipe/views/settings"
+	srcviews "leadpipe/views/sources"
 )
 
 // uiState is the web UI's per-router state.
@@ -69,7 +71,7 @@ func (s *Server) uiRoutes(r chi.Router) {
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.RequireAdminUI)
-				r.Get("/sources", s.uiSources)
+				r.Get("/sources", formPage(s, s.sourcesView, srcviews.List))
 				r.Get("/sources/add", s.uiSourceCatalog)
 				r.Post("/sources", s.withForm(s.uiCreateSource))
 				r.Get("/sources/{id}", s.uiSource)
@@ -82,14 +84,14 @@ func (s *Server) uiRoutes(r chi.Router) {
 				r.Post("/sources/{id}/reprocess-failed", s.withForm(s.uiReprocessFailed))
 				r.Post("/sources/{id}/dead-letters", s.uiDeadLetters)
 				r.Post("/sources/{id}/test-delivery", s.uiTestDelivery)
-				r.Get("/settings/users", s.uiUsers)
+				r.Get("/settings/users", formPage(s, s.usersView, settings.Users))
 				r.Post("/settings/users", s.withForm(s.uiCreateUser))
 				r.Post("/settings/users/{id}/role", s.uiUserRole)
 				r.Post("/settings/users/{id}/disabled", s.uiUserDisabled)
 				r.Post("/settings/users/{id}/remove", s.uiRemoveUser)
 				r.Post("/settings/users/{id}/invite", s.uiReinvite)
 				r.Post("/settings/users/{id}/away", s.uiUserAway)
-				r.Get("/settings/tokens", s.uiTokens)
+				r.Get("/settings/tokens", viewPage(s, s.tokensView, settings.Tokens))
 				r.Post("/settings/tokens", s.withForm(s.uiCreateToken))
 				r.Post("/settings/tokens/{id}/revoke", s.uiRevokeToken)
 				r.Get("/settings/audit", s.uiAudit)

@@ -37,11 +37,6 @@ func (s *Server) usersView(w http.ResponseWriter, r *http.Request, form settings
 	return v, nil
 }
 
-func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request) {
-	v, err := s.usersView(w, r, settings.UserForm{})
-	s.renderResult(w, r, http.StatusOK, settings.Users(v), err)
-}
-
 func (s *Server) uiCreateUser(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
 	// The page invites: the person chooses their own password from the
@@ -278,11 +273,6 @@ func (s *Server) tokensView(w http.ResponseWriter, r *http.Request) (settings.To
 		v.Tokens = append(v.Tokens, row)
 	}
 	return v, nil
-}
-
-func (s *Server) uiTokens(w http.ResponseWriter, r *http.Request) {
-	v, err := s.tokensView(w, r)
-	s.renderResult(w, r, http.StatusOK, settings.Tokens(v), err)
 }
 
 // uiCreateToken answers with the page itself (no redirect): the new token

@@ -44,11 +44,6 @@ func (s *Server) sourcesView(w http.ResponseWriter, r *http.Request, form srcvie
 	return v, nil
 }
 
-func (s *Server) uiSources(w http.ResponseWriter, r *http.Request) {
-	v, err := s.sourcesView(w, r, srcviews.Form{})
-	s.renderResult(w, r, http.StatusOK, srcviews.List(v), err)
-}
-
 // uiCreateSource answers with the new source's page (no redirect): its
 // signing secret is shown on this answer only.
 func (s *Server) uiCreateSource(w http.ResponseWriter, r *http.Request) {
@@ -116,11 +111,7 @@ func (s *Server) uiSource(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) uiRotateSecret(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
-	if err != nil {
-		grace = 86400
-	}
+	id, grace := chi.URLParam(r, "id"), postedGrace(r)
 	if _, err := s.Sources.Get(r.Context(), sess.Tenant.ID, id); err != nil {
 		s.uiError(w, r, err)
 		return
@@ -135,6 +126,16 @@ func (s *Server) uiRotateSecret(w http.ResponseWriter, r *http.Request) {
 		flash = "Secret rotated. The old secret keeps working for " + graceText(grace) + "."
 	}
 	s.renderSource(w, r, http.StatusOK, id, secret, "rotated", flash)
+}
+
+// postedGrace is how many seconds a rotated secret keeps working: the
+// form's grace_seconds, a day when it sent none.
+func postedGrace(r *http.Request) int {
+	grace, err := strconv.Atoi(r.PostFormValue("grace_seconds"))
+	if err != nil {
+		return 86400
+	}
+	return grace
 }
 
 func graceText(sec int) string {
@@ -213,19 +214,9 @@ func (s *Server) renderSourceForms(w http.ResponseWriter, r *http.Request, statu
 	}
 	for _, d := range ds {
 		row := srcviews.Delivery{ID: d.ID, DeliveryID: d.DeliveryID, Origin: d.Origin, ReceivedAt: d.ReceivedAt,
-			Duplicates: d.DupCount, Processed: d.ProcessedAt != nil && d.LastError == nil, Size: d.PayloadBytes}
-		if d.DupFirstAt != nil {
-			row.FirstDuplicateAt = *d.DupFirstAt
-		}
-		if d.DupLastAt != nil {
-			row.LastDuplicateAt = *d.DupLastAt
-		}
-		if d.LeadID != nil {
-			row.LeadID = *d.LeadID
-		}
-		if d.LastError != nil {
-			row.Error = *d.LastError
-		}
+			Duplicates: d.DupCount, Processed: d.ProcessedAt != nil && d.LastError == nil, Size: d.PayloadBytes,
+			FirstDuplicateAt: deref(d.DupFirstAt), LastDuplicateAt: deref(d.DupLastAt), LeadID: deref(d.LeadID),
+			Error: deref(d.LastError)}
 		v.Deliveries = append(v.Deliveries, row)
 	}
 	for _, d := range dls {
