@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/apptest"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/reconcile/fakeapi"
@@ -53,23 +55,18 @@ func TestReconcileSchedulersEnqueueEachWindowOnce(t *testing.T) {
 		return &s
 	}
 	tick := func() int {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		total := 0
+		var g apptest.Group
+		var total atomic.Int64
 		for range 2 { // two schedulers at once
 			s := scheduler()
-			wg.Go(func() {
+			g.Go(func() error {
 				n, err := s.EnqueueDue(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
+				total.Add(int64(n))
+				return err
 			})
 		}
-		wg.Wait()
-		return total
+		g.Wait(t)
+		return int(total.Load())
 	}
 	pending := func() []*asynq.TaskInfo {
 		tasks, err := insp.ListPendingTasks(jobs.QueueLow)
