@@ -80,10 +80,7 @@ func TestAdAttribution(t *testing.T) {
 		base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 		deliver := func(eventID string, created time.Time, campaign string) {
 			t.Helper()
-			h, body, err := kinds.SignTo(kinds.TikTok, nil, s.Secret, eventID, s.URL, tiktokLeadBody(eventID, "tt-lead-1", created, campaign, "ag-"+campaign, "ad-"+campaign), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, body := signBody(t, s, eventID, tiktokLeadBody(eventID, "tt-lead-1", created, campaign, "ag-"+campaign, "ad-"+campaign), time.Now())
 			if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
 				t.Fatalf("%s: %d %s", eventID, r.Status, r.Body)
 			}
@@ -114,10 +111,7 @@ func TestAdAttribution(t *testing.T) {
 			t.Fatalf("older delivery changed the attribution: %+v", a)
 		}
 		// 40 identical deliveries at once: one accepted, one effect.
-		h, body, err := kinds.SignTo(kinds.TikTok, nil, s.Secret, "ev-4", s.URL, tiktokLeadBody("ev-4", "tt-lead-1", base.Add(2*time.Hour), "c4", "ag-c4", "ad-c4"), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, body := signBody(t, s, "ev-4", tiktokLeadBody("ev-4", "tt-lead-1", base.Add(2*time.Hour), "c4", "ag-c4", "ad-c4"), time.Now())
 		accepted := 0
 		for _, r := range sendAtOnce(t, 40, s.URL, h, body) {
 			if r.Status != 200 {
@@ -148,10 +142,7 @@ func TestAdAttribution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, body, err := kinds.SignTo(kinds.GoogleAds, nil, s.Secret, "", s.URL, sample, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, body := signBody(t, s, "", sample, time.Now())
 		if r := send(t, s.URL, h, body); r.Status != 200 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
@@ -178,10 +169,7 @@ func TestAdAttribution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, body, err := kinds.SignTo(kinds.Meta, nil, s.Secret, "", s.URL, sample, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, body := signBody(t, s, "", sample, time.Now())
 		if r := send(t, s.URL, h, body); r.Status != 200 || len(r.Ack.Items) != 2 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
