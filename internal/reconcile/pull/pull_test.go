@@ -20,15 +20,17 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func newClient(r *fakesleep.Recorder) *outbound.Client {
-	return outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.Sleep, ReadTimeout: 2 * time.Second})
+// newClient makes a client whose waits the recorder records.
+func newClient() (*outbound.Client, *fakesleep.Recorder) {
+	r := &fakesleep.Recorder{}
+	return outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.Sleep, ReadTimeout: 2 * time.Second}), r
 }
 
 // newPuller makes the puller of s on a client whose waits r records.
 func newPuller(t *testing.T, s pull.Settings) (pull.Puller, *fakesleep.Recorder) {
 	t.Helper()
-	r := &fakesleep.Recorder{}
-	p, err := pull.NewPuller(s, newClient(r))
+	c, r := newClient()
+	p, err := pull.NewPuller(s, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +259,7 @@ func TestMetaRefusesForeignNext(t *testing.T) {
 func TestFetchMetaLead(t *testing.T) {
 	leads := fakeapi.MakeLeads(3, "44", t0, time.Minute)
 	fake := fakeapi.NewMeta(t, "55", leads)
-	var r fakesleep.Recorder
-	c := newClient(&r)
+	c, _ := newClient()
 	raw, err := pull.FetchMetaLead(context.Background(), c, fake.URL, "x", leads[1].ID)
 	if err != nil {
 		t.Fatal(err)
