@@ -12,7 +12,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
@@ -48,12 +47,7 @@ func storeDelivery(t *testing.T, e *apptest.Env, s source, deliveryID, ref, emai
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("parse sample: %v %d", err, len(recs))
 	}
-	id := ids.New()
-	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
-		VALUES (?, ?, ?, ?, 'webhook', ?, ?, 'received')`, s.TenantID, s.ID, id, recs[0].DeliveryID, []byte(recs[0].Raw), at.UTC()); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return insertDelivery(t, e, s, recs[0].DeliveryID, []byte(recs[0].Raw), at.UTC(), 0)
 }
 
 // 600 deliveries at the head of a tenant's backlog whose tasks are stuck
