@@ -69,6 +69,16 @@ func ownerRule(t *testing.T, e *apptest.Env, token, userID string) {
 	}
 }
 
+// adminOwnsLeads starts an app without mail and a tenant "acme" whose
+// admin is given every new lead.
+func adminOwnsLeads(t *testing.T, prefix string) (*apptest.Env, apptest.Tenant) {
+	t.Helper()
+	e := newApp(t, prefix, "", false)
+	ten := e.Tenant("acme")
+	ownerRule(t, e, ten.Token, ten.Admin.ID)
+	return e, ten
+}
+
 func createLead(t *testing.T, e *apptest.Env, token, name string) string {
 	t.Helper()
 	r := e.Do("POST", "/api/v1/leads", token, map[string]any{"name": name, "email": strings.ToLower(name) + "@example.com"},
@@ -222,10 +232,8 @@ func TestOutboxSendsRetriesAndGivesUp(t *testing.T) {
 // their end in the user's zone.
 func TestPreviewPreferencesQuietHours(t *testing.T) {
 	ctx := context.Background()
-	e := newApp(t, "notify_preview", "", false)
+	e, ten := adminOwnsLeads(t, "notify_preview")
 	n := e.App.Web.Notify
-	ten := e.Tenant("acme")
-	ownerRule(t, e, ten.Token, ten.Admin.ID)
 	first := createLead(t, e, ten.Token, "First")
 	rs := rows(t, e, ten.ID)
 	r := rs["assigned:"+first+":new"]
