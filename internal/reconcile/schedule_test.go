@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,17 +55,17 @@ func TestReconcileSchedulersEnqueueEachWindowOnce(t *testing.T) {
 	}
 	tick := func() int {
 		var g apptest.Group
-		var total atomic.Int64
-		for range 2 { // two schedulers at once
+		var n [2]int
+		for i := range n { // two schedulers at once
 			s := scheduler()
 			g.Go(func() error {
-				n, err := s.EnqueueDue(ctx)
-				total.Add(int64(n))
+				var err error
+				n[i], err = s.EnqueueDue(ctx)
 				return err
 			})
 		}
 		g.Wait(t)
-		return int(total.Load())
+		return n[0] + n[1]
 	}
 	pending := func() []*asynq.TaskInfo {
 		tasks, err := insp.ListPendingTasks(jobs.QueueLow)
