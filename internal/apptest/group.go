@@ -37,3 +37,22 @@ func (g *Group) Wait(t testing.TB) {
 		t.FailNow()
 	}
 }
+
+// FanOut hands f(0) … f(n-1), in order, to workers goroutines at once and
+// waits for them: a fixed number of senders, however many requests.
+func FanOut(n, workers int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				f(i)
+			}
+		})
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
