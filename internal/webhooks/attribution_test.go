@@ -38,6 +38,18 @@ func attributionOf(t testing.TB, e *apptest.Env, tenantID, sourceID, ref string,
 	return got
 }
 
+// sendSample sends the kinds package's sample body of that name to s, as
+// its sender would.
+func sendSample(t *testing.T, s source, name string) hookResp {
+	t.Helper()
+	sample, err := os.ReadFile("kinds/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body := signBody(t, s, "", sample, time.Now())
+	return send(t, s.URL, h, body)
+}
+
 // sameMap compares a touch with the values it must hold exactly.
 func sameMap(got, want map[string]string) bool {
 	if len(got) != len(want) {
@@ -138,12 +150,7 @@ func TestAdAttribution(t *testing.T) {
 
 	t.Run("google-ads", func(t *testing.T) {
 		s := newSource(t, e, ten.ID, "gads-attr", kinds.GoogleAds)
-		sample, err := os.ReadFile("kinds/testdata/google_ads_lead.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, body := signBody(t, s, "", sample, time.Now())
-		if r := send(t, s.URL, h, body); r.Status != 200 {
+		if r := sendSample(t, s, "google_ads_lead.json"); r.Status != 200 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		const ref = "TeSter-123-ABCDEFGHIJKLMNOPQRSTUVWXYZ-abcdefghijklmnopqrstuvwxyz-0123456789-AaBbCcDdEe"
@@ -165,12 +172,7 @@ func TestAdAttribution(t *testing.T) {
 
 	t.Run("meta", func(t *testing.T) {
 		s := newSource(t, e, ten.ID, "fb-attr", kinds.Meta)
-		sample, err := os.ReadFile("kinds/testdata/meta_leadgen_webhook.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, body := signBody(t, s, "", sample, time.Now())
-		if r := send(t, s.URL, h, body); r.Status != 200 || len(r.Ack.Items) != 2 {
+		if r := sendSample(t, s, "meta_leadgen_webhook.json"); r.Status != 200 || len(r.Ack.Items) != 2 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		created := time.Unix(1717171700, 0)
