@@ -46,6 +46,7 @@ type Hook struct {
 	Kind   string
 	Config []byte // the source's kind configuration (generic, token)
 	Secret string
+	Client *http.Client // nil: http.DefaultClient
 }
 
 // Hook is the sender of the source at /hooks/{tenant}/{source}.
@@ -91,7 +92,11 @@ func (h Hook) Try(deliveryID string, body []byte, now time.Time) (int, []byte, e
 		return 0, nil, err
 	}
 	req.Header = hdr
-	res, err := http.DefaultClient.Do(req)
+	c := h.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"leadpipe/internal/apptest"
 )
 
 // The worker process SIGKILLed in the middle of its batch transactions
@@ -123,24 +125,7 @@ func (s *suite) sender(h hooks) (send func(msg, ref string, times int), sent map
 
 // fanOut calls f(0) … f(n-1) in order from 8 goroutines at once and waits
 // for them.
-func fanOut(n int, f func(i int)) {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-}
+func fanOut(n int, f func(i int)) { apptest.FanOut(n, 8, f) }
 
 // gate creates the gate table name_gate (its one row) and a trigger
 // BEFORE event that, for the rows where cond holds, first takes the

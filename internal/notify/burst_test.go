@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,32 +40,19 @@ func TestBurstOfAssignmentsSendsEachOnce(t *testing.T) {
 	hook.Config = kinds.SampleConfig(src.Kind)
 
 	const n = 200
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				id, ref := fmt.Sprintf("dlv-%d", i), fmt.Sprintf("ref-%d", i)
-				now := time.Now()
-				body := kinds.SampleBody(src.Kind, id, ref, kinds.Lead{Email: fmt.Sprintf("p%d@example.com", i), Name: fmt.Sprintf("P%d", i)}, now)
-				status, rb, err := hook.Try(id, body, now)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if status != 200 {
-					t.Errorf("%d: %d %s", i, status, rb)
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	apptest.FanOut(n, 16, func(i int) {
+		id, ref := fmt.Sprintf("dlv-%d", i), fmt.Sprintf("ref-%d", i)
+		now := time.Now()
+		body := kinds.SampleBody(src.Kind, id, ref, kinds.Lead{Email: fmt.Sprintf("p%d@example.com", i), Name: fmt.Sprintf("P%d", i)}, now)
+		status, rb, err := hook.Try(id, body, now)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if status != 200 {
+			t.Errorf("%d: %d %s", i, status, rb)
+		}
+	})
 	if t.Failed() {
 		t.FailNow()
 	}

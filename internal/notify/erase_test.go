@@ -9,10 +9,8 @@ import (
 // or as sent), in the erasure's transaction; another lead's stay.
 func TestEraseBlanksMessages(t *testing.T) {
 	ctx := context.Background()
-	e := newApp(t, "notify_erase", "", false)
+	e, ten := adminOwnsLeads(t, "notify_erase")
 	n := e.App.Web.Notify
-	ten := e.Tenant("acme")
-	ownerRule(t, e, ten.Token, ten.Admin.ID)
 	gone := createLead(t, e, ten.Token, "Forgetme")
 	kept := createLead(t, e, ten.Token, "Keepme")
 	for _, r := range rows(t, e, ten.ID) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,16 @@ func ownerRule(t *testing.T, e *apptest.Env, token, userID string) {
 		map[string]any{"name": "All to Ada", "when": map[string]any{}, "strategy": "owner", "owner_id": userID}}}); r.Status != 200 {
 		t.Fatalf("put rules: %d %s", r.Status, r.Body)
 	}
+}
+
+// adminOwnsLeads starts an app without mail and a tenant "acme" whose
+// admin is given every new lead.
+func adminOwnsLeads(t *testing.T, prefix string) (*apptest.Env, apptest.Tenant) {
+	t.Helper()
+	e := newApp(t, prefix, "", false)
+	ten := e.Tenant("acme")
+	ownerRule(t, e, ten.Token, ten.Admin.ID)
+	return e, ten
 }
 
 func createLead(t *testing.T, e *apptest.Env, token, name string) string {
@@ -221,10 +232,8 @@ func TestOutboxSendsRetriesAndGivesUp(t *testing.T) {
 // their end in the user's zone.
 func TestPreviewPreferencesQuietHours(t *testing.T) {
 	ctx := context.Background()
-	e := newApp(t, "notify_preview", "", false)
+	e, ten := adminOwnsLeads(t, "notify_preview")
 	n := e.App.Web.Notify
-	ten := e.Tenant("acme")
-	ownerRule(t, e, ten.Token, ten.Admin.ID)
 	first := createLead(t, e, ten.Token, "First")
 	rs := rows(t, e, ten.ID)
 	r := rs["assigned:"+first+":new"]
@@ -278,13 +287,10 @@ func TestWriteOneKeyOnce(t *testing.T) {
 	e := newApp(t, "notify_once", "", false)
 	ten := e.Tenant("acme")
 	other := e.Tenant("other")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	won := int64(0)
+	var g apptest.Group
+	var won atomic.Int64
 	for i := 0; i < 30; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			var k int64
 			err := db.InTx(ctx, e.App.DB, func(tx *sqlx.Tx) error {
 				var err error
@@ -292,17 +298,13 @@ func TestWriteOneKeyOnce(t *testing.T) {
 					UserID: ten.Admin.ID, Subject: ten.Admin.ID, Cause: "2026-12-05", Data: map[string]string{"day": "2026-12-05"}}})
 				return err
 			})
-			if err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			won += k
-			mu.Unlock()
-		}()
+			won.Add(k)
+			return err
+		})
 	}
-	wg.Wait()
-	if won != 1 || len(rows(t, e, ten.ID)) != 1 {
-		t.Fatalf("won %d, rows %d", won, len(rows(t, e, ten.ID)))
+	g.Wait(t)
+	if won.Load() != 1 || len(rows(t, e, ten.ID)) != 1 {
+		t.Fatalf("won %d, rows %d", won.Load(), len(rows(t, e, ten.ID)))
 	}
 	// The same key in another tenant is another notification.
 	if k, err := notify.Write(ctx, e.App.DB, other.ID, time.Now(), []notify.Notification{{Kind: notify.KindDigest,

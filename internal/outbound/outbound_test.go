@@ -15,29 +15,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"leadpipe/internal/apptest/fakesleep"
 )
 
-// sleeps records the waits Do asks for without actually waiting.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) all() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
-func testClient(s *sleeps, mod func(*Options)) *Client {
-	o := Options{AllowPrivate: true, Sleep: s.sleep, Rand: func() float64 { return 0.5 }}
+func testClient(s *fakesleep.Recorder, mod func(*Options)) *Client {
+	o := Options{AllowPrivate: true, Sleep: s.Sleep, Rand: func() float64 { return 0.5 }}
 	if mod != nil {
 		mod(&o)
 	}
@@ -85,7 +68,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 		status(503),
 		status(503),
 	)
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +78,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	}
 	// Retry-After honoured, then full jitter with Rand=0.5: 0.5·1s, 0.5·2s.
 	want := []time.Duration{2 * time.Second, 500 * time.Millisecond, time.Second}
-	if got := s.all(); !slices.Equal(got, want) {
+	if got := s.All(); !slices.Equal(got, want) {
 		t.Errorf("sleeps %v, want %v", got, want)
 	}
 }
@@ -132,7 +115,7 @@ func TestRetryAfterForms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.header, func(t *testing.T) {
 			srv, _ := scripted(t, status(429, "Retry-After", tt.header))
-			var s sleeps
+			var s fakesleep.Recorder
 			c := testClient(&s, func(o *Options) {
 				o.Now = func() time.Time { return now }
 				o.BaseBackoff = time.Second
@@ -140,7 +123,7 @@ func TestRetryAfterForms(t *testing.T) {
 			if _, err := get(t, c, srv.URL); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.all(); len(got) != 1 || got[0] != tt.want {
+			if got := s.All(); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("sleeps %v, want [%v]", got, tt.want)
 			}
 		})
@@ -152,12 +135,12 @@ func TestRetryAfterForms(t *testing.T) {
 func getAfterStatus(t *testing.T, code int) (*Response, int32, []time.Duration) {
 	t.Helper()
 	srv, hits := scripted(t, status(code))
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, hits.Load(), s.all()
+	return resp, hits.Load(), s.All()
 }
 
 func TestStatusesNotRetried(t *testing.T) {
@@ -184,19 +167,19 @@ func TestRetriedStatuses(t *testing.T) {
 
 func TestGivesUpAfterMaxAttempts(t *testing.T) {
 	srv, hits := scripted(t, status(503), status(503), status(503), status(503), status(503))
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != 503 || resp.Attempts != 4 || hits.Load() != 4 || len(s.all()) != 3 {
-		t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits.Load(), s.all())
+	if resp.Status != 503 || resp.Attempts != 4 || hits.Load() != 4 || len(s.All()) != 3 {
+		t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits.Load(), s.All())
 	}
 }
 
 func TestRetryBudgetStopsBeforeDeadline(t *testing.T) {
 	srv, hits := scripted(t, status(429, "Retry-After", "30"))
-	var s sleeps
+	var s fakesleep.Recorder
 	c := testClient(&s, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -205,8 +188,8 @@ func TestRetryBudgetStopsBeforeDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != 429 || resp.Attempts != 1 || hits.Load() != 1 || len(s.all()) != 0 {
-		t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits.Load(), s.all())
+	if resp.Status != 429 || resp.Attempts != 1 || hits.Load() != 1 || len(s.All()) != 0 {
+		t.Errorf("status %d attempts %d hits %d sleeps %v", resp.Status, resp.Attempts, hits.Load(), s.All())
 	}
 }
 
@@ -223,7 +206,7 @@ func TestNetworkErrorsRetried(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +223,7 @@ func TestConnectionRefusedGivesUp(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), "http://"+addr+"/x?access_token=s3cret")
 	if err == nil || resp != nil {
 		t.Fatalf("got %v, %v; want an error", resp, err)
@@ -248,8 +231,8 @@ func TestConnectionRefusedGivesUp(t *testing.T) {
 	if !strings.Contains(err.Error(), "after 4 attempts") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("error %q: want attempt count and no token", err)
 	}
-	if len(s.all()) != 3 {
-		t.Errorf("sleeps %v, want 3", s.all())
+	if len(s.All()) != 3 {
+		t.Errorf("sleeps %v, want 3", s.All())
 	}
 }
 
@@ -266,8 +249,8 @@ func TestHangingServerCutOff(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(hang))
 		defer srv.Close()
 		s := timesOut(t, srv.URL, 2)
-		if len(s.all()) != 1 {
-			t.Errorf("sleeps %v: a timeout should be retried", s.all())
+		if len(s.All()) != 1 {
+			t.Errorf("sleeps %v: a timeout should be retried", s.All())
 		}
 	})
 	t.Run("body", func(t *testing.T) {
@@ -286,9 +269,9 @@ func TestHangingServerCutOff(t *testing.T) {
 // timesOut gets url with a 100 ms read timeout and up to attempts tries,
 // fails the test unless that ends in a timeout within 3 s, and returns
 // the retry sleeps.
-func timesOut(t *testing.T, url string, attempts int) *sleeps {
+func timesOut(t *testing.T, url string, attempts int) *fakesleep.Recorder {
 	t.Helper()
-	s := &sleeps{}
+	s := &fakesleep.Recorder{}
 	c := testClient(s, func(o *Options) { o.ReadTimeout = 100 * time.Millisecond; o.MaxAttempts = attempts })
 	start := time.Now()
 	_, err := get(t, c, url)
@@ -311,7 +294,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) { followed.Store(true) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	resp, err := get(t, testClient(&s, nil), srv.URL+"/start")
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +330,7 @@ func TestGuardRefusesTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s sleeps
+			var s fakesleep.Recorder
 			c := testClient(&s, func(o *Options) { o.AllowPrivate = tt.allowPrivate; o.ConnectTimeout = 200 * time.Millisecond })
 			resp, err := get(t, c, tt.url)
 			if resp != nil {
@@ -364,8 +347,8 @@ func TestGuardRefusesTargets(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
 			t.Log(err)
-			if len(s.all()) != 0 {
-				t.Errorf("a refusal was retried: sleeps %v", s.all())
+			if len(s.All()) != 0 {
+				t.Errorf("a refusal was retried: sleeps %v", s.All())
 			}
 		})
 	}
@@ -379,7 +362,7 @@ func TestBodyCap(t *testing.T) {
 		w.Write(bytes.Repeat([]byte("x"), 2048))
 	}))
 	defer srv.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	c := testClient(&s, func(o *Options) { o.MaxBody = 1024 })
 	resp, err := get(t, c, srv.URL)
 	if !errors.Is(err, ErrBodyTooLarge) {
@@ -408,7 +391,7 @@ func TestPostRetriedOnlyWhenIdempotent(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	c := testClient(&s, nil)
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"a":1}`))
@@ -471,7 +454,7 @@ func TestGetJSON(t *testing.T) {
 	mux.HandleFunc("/garbage", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{`) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	var s sleeps
+	var s fakesleep.Recorder
 	c := testClient(&s, nil)
 	ctx := context.Background()
 

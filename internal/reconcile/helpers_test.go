@@ -67,19 +67,6 @@ func (e *env) createFreshSource(t *testing.T, body map[string]any) createdSource
 	return s
 }
 
-type runView struct {
-	ID         string     `json:"id"`
-	State      string     `json:"state"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	Pages      int        `json:"pages"`
-	Records    int        `json:"records"`
-	New        int        `json:"new"`
-	Known      int        `json:"known"`
-	Errors     int        `json:"errors"`
-	LastError  *string    `json:"last_error"`
-}
-
 func (e *env) trigger(t *testing.T, sourceID string) string {
 	t.Helper()
 	res := e.Do("POST", "/api/v1/sources/"+sourceID+"/reconcile", e.ten.Token, nil)
@@ -93,23 +80,23 @@ func (e *env) trigger(t *testing.T, sourceID string) string {
 	return out.RunID
 }
 
-func (e *env) runs(t *testing.T, sourceID string) []runView {
+func (e *env) runs(t *testing.T, sourceID string) []reconcile.RunView {
 	t.Helper()
 	res := e.Do("GET", "/api/v1/sources/"+sourceID+"/reconcile-runs", e.ten.Token, nil)
 	if res.Status != http.StatusOK {
 		t.Fatalf("runs: %d %s", res.Status, res.Body)
 	}
 	var out struct {
-		Items []runView `json:"items"`
+		Items []reconcile.RunView `json:"items"`
 	}
 	res.JSON(t, &out)
 	return out.Items
 }
 
 // waitRun polls the runs API until the run is no longer running.
-func (e *env) waitRun(t *testing.T, sourceID, runID string, timeout time.Duration) runView {
+func (e *env) waitRun(t *testing.T, sourceID, runID string, timeout time.Duration) reconcile.RunView {
 	t.Helper()
-	var got runView
+	var got reconcile.RunView
 	apptest.Eventually(t, timeout, "run "+runID+" to finish", func() bool {
 		for _, r := range e.runs(t, sourceID) {
 			if r.ID == runID {

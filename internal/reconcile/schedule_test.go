@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"leadpipe/internal/apptest"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/reconcile"
 	"leadpipe/internal/reconcile/fakeapi"
@@ -53,23 +54,18 @@ func TestReconcileSchedulersEnqueueEachWindowOnce(t *testing.T) {
 		return &s
 	}
 	tick := func() int {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		total := 0
-		for range 2 { // two schedulers at once
+		var g apptest.Group
+		var n [2]int
+		for i := range n { // two schedulers at once
 			s := scheduler()
-			wg.Go(func() {
-				n, err := s.EnqueueDue(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
+			g.Go(func() error {
+				var err error
+				n[i], err = s.EnqueueDue(ctx)
+				return err
 			})
 		}
-		wg.Wait()
-		return total
+		g.Wait(t)
+		return n[0] + n[1]
 	}
 	pending := func() []*asynq.TaskInfo {
 		tasks, err := insp.ListPendingTasks(jobs.QueueLow)

@@ -88,31 +88,24 @@ func TestRoundRobinFairUnderConcurrentWebhooks(t *testing.T) {
 	g := newSource(t, e, ten.ID, "gads", kinds.GoogleAds)
 
 	const n = 50
-	var wg sync.WaitGroup
-	errs := make(chan string, n+1)
+	var race apptest.Group
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		race.Go(func() error {
 			h, body := signed(t, s, fmt.Sprintf("dlv-%d", i), fmt.Sprintf("ref-%d", i), kinds.Lead{Email: fmt.Sprintf("p%d@example.com", i), Name: "P"}, time.Now())
 			if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
-				errs <- fmt.Sprintf("%d: %d %s", i, r.Status, r.Body)
+				return fmt.Errorf("%d: %d %s", i, r.Status, r.Body)
 			}
-		}(i)
+			return nil
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	race.Go(func() error {
 		h, body := signed(t, g, "gdlv-1", "gref-1", kinds.Lead{Email: "test@example.com", Name: "T", Tags: []string{"test"}}, time.Now())
 		if r := send(t, g.URL, h, body); r.Status != 200 {
-			errs <- fmt.Sprintf("google: %d %s", r.Status, r.Body)
+			return fmt.Errorf("google: %d %s", r.Status, r.Body)
 		}
-	}()
-	wg.Wait()
-	close(errs)
-	for m := range errs {
-		t.Fatal(m)
-	}
+		return nil
+	})
+	race.Wait(t)
 	apptest.Eventually(t, 30*time.Second, "51 leads", func() bool {
 		return count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID) == n+1
 	})
@@ -525,23 +518,17 @@ func TestRoundRobinFairAcrossTwoWorkers(t *testing.T) {
 	waves := 0
 	for w := 0; w < 12 && (w < 3 || created[0].Load() == 0 || created[1].Load() == 0); w++ {
 		waves++
-		var sg sync.WaitGroup
-		errs := make(chan string, n)
+		var wave apptest.Group
 		for i := 0; i < n; i++ {
-			sg.Add(1)
-			go func(i int) {
-				defer sg.Done()
+			wave.Go(func() error {
 				h, body := signed(t, s, fmt.Sprintf("dlv-%d-%d", w, i), fmt.Sprintf("ref-%d-%d", w, i), kinds.Lead{Email: fmt.Sprintf("p%d-%d@example.com", w, i)}, time.Now())
 				if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
-					errs <- fmt.Sprintf("%d: %d %s", i, r.Status, r.Body)
+					return fmt.Errorf("%d: %d %s", i, r.Status, r.Body)
 				}
-			}(i)
+				return nil
+			})
 		}
-		sg.Wait()
-		close(errs)
-		for m := range errs {
-			t.Fatal(m)
-		}
+		wave.Wait(t)
 		apptest.Eventually(t, 30*time.Second, "wave's leads", func() bool {
 			return count(t, e, `SELECT COUNT(*) FROM leads WHERE tenant_id = ?`, ten.ID) == (w+1)*n
 		})

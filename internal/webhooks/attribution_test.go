@@ -38,6 +38,18 @@ func attributionOf(t testing.TB, e *apptest.Env, tenantID, sourceID, ref string,
 	return got
 }
 
+// sendSample sends the kinds package's sample body of that name to s, as
+// its sender would.
+func sendSample(t *testing.T, s source, name string) hookResp {
+	t.Helper()
+	sample, err := os.ReadFile("kinds/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body := signBody(t, s, "", sample, time.Now())
+	return send(t, s.URL, h, body)
+}
+
 // sameMap compares a touch with the values it must hold exactly.
 func sameMap(got, want map[string]string) bool {
 	if len(got) != len(want) {
@@ -80,10 +92,7 @@ func TestAdAttribution(t *testing.T) {
 		base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 		deliver := func(eventID string, created time.Time, campaign string) {
 			t.Helper()
-			h, body, err := kinds.SignTo(kinds.TikTok, nil, s.Secret, eventID, s.URL, tiktokLeadBody(eventID, "tt-lead-1", created, campaign, "ag-"+campaign, "ad-"+campaign), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, body := signBody(t, s, eventID, tiktokLeadBody(eventID, "tt-lead-1", created, campaign, "ag-"+campaign, "ad-"+campaign), time.Now())
 			if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
 				t.Fatalf("%s: %d %s", eventID, r.Status, r.Body)
 			}
@@ -114,10 +123,7 @@ func TestAdAttribution(t *testing.T) {
 			t.Fatalf("older delivery changed the attribution: %+v", a)
 		}
 		// 40 identical deliveries at once: one accepted, one effect.
-		h, body, err := kinds.SignTo(kinds.TikTok, nil, s.Secret, "ev-4", s.URL, tiktokLeadBody("ev-4", "tt-lead-1", base.Add(2*time.Hour), "c4", "ag-c4", "ad-c4"), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, body := signBody(t, s, "ev-4", tiktokLeadBody("ev-4", "tt-lead-1", base.Add(2*time.Hour), "c4", "ag-c4", "ad-c4"), time.Now())
 		accepted := 0
 		for _, r := range sendAtOnce(t, 40, s.URL, h, body) {
 			if r.Status != 200 {
@@ -144,15 +150,7 @@ func TestAdAttribution(t *testing.T) {
 
 	t.Run("google-ads", func(t *testing.T) {
 		s := newSource(t, e, ten.ID, "gads-attr", kinds.GoogleAds)
-		sample, err := os.ReadFile("kinds/testdata/google_ads_lead.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, body, err := kinds.SignTo(kinds.GoogleAds, nil, s.Secret, "", s.URL, sample, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := send(t, s.URL, h, body); r.Status != 200 {
+		if r := sendSample(t, s, "google_ads_lead.json"); r.Status != 200 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		const ref = "TeSter-123-ABCDEFGHIJKLMNOPQRSTUVWXYZ-abcdefghijklmnopqrstuvwxyz-0123456789-AaBbCcDdEe"
@@ -174,15 +172,7 @@ func TestAdAttribution(t *testing.T) {
 
 	t.Run("meta", func(t *testing.T) {
 		s := newSource(t, e, ten.ID, "fb-attr", kinds.Meta)
-		sample, err := os.ReadFile("kinds/testdata/meta_leadgen_webhook.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, body, err := kinds.SignTo(kinds.Meta, nil, s.Secret, "", s.URL, sample, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := send(t, s.URL, h, body); r.Status != 200 || len(r.Ack.Items) != 2 {
+		if r := sendSample(t, s, "meta_leadgen_webhook.json"); r.Status != 200 || len(r.Ack.Items) != 2 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		created := time.Unix(1717171700, 0)

@@ -11,6 +11,12 @@ import (
 	"leadpipe/internal/ids"
 )
 
+// testDelivery is a new webhook delivery of the source, received at.
+func testDelivery(tenant, source, deliveryID string, at time.Time) Delivery {
+	return Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: deliveryID, Origin: "webhook",
+		Payload: []byte(`{}`), ReceivedAt: at}
+}
+
 // One row MariaDB refuses (here a delivery id that is not valid UTF-8 for
 // the utf8mb4 column, which INSERT IGNORE would have stored mangled) fails
 // only its own request: the rest of the batch is stored and answered, the
@@ -23,8 +29,7 @@ func TestOneBadRowNeverFailsItsBatch(t *testing.T) {
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	mk := func(did string) *claimReq {
-		return &claimReq{d: Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
-			Payload: []byte(`{"a":1}`), ReceivedAt: now}, done: make(chan claimRes, 1)}
+		return &claimReq{d: testDelivery(tenant, source, did, now), done: make(chan claimRes, 1)}
 	}
 	// An earlier delivery, so the batch holds a duplicate too.
 	first := mk("d-dup")
@@ -78,8 +83,7 @@ func TestKnownAndUnknownDuplicatesCountAlike(t *testing.T) {
 	tenant, source := ids.New(), ids.New()
 	claim := func(did string) (bool, string) {
 		t.Helper()
-		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
-			Payload: []byte(`{}`), ReceivedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		d := testDelivery(tenant, source, did, time.Now().UTC().Truncate(time.Microsecond))
 		isNew, orig, err := c.Claim(ctx, d)
 		if err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ func TestOnlyCommittedClaimsAreKnown(t *testing.T) {
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC()
 	d := func(did string) Delivery {
-		return Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+		return testDelivery(tenant, source, did, now)
 	}
 	if _, _, err := c.Claim(context.Background(), d("bad-\xff\xfe")); err == nil {
 		t.Fatal("the database stored a delivery id that is not UTF-8")
@@ -61,7 +61,7 @@ func TestFailedFlushKeepsCountsAndStopsTheFastPath(t *testing.T) {
 	c := &Claimer{DB: x, FlushEvery: time.Hour}
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	orig := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: "d1", Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+	orig := testDelivery(tenant, source, "d1", now)
 	if _, _, err := c.Claim(context.Background(), orig); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func testFlushHints(t *testing.T, x *sqlx.DB, flavour int32) {
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	claim := func(did string) Delivery {
-		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+		d := testDelivery(tenant, source, did, now)
 		if isNew, _, err := c.Claim(context.Background(), d); err != nil || !isNew {
 			t.Fatalf("claim %s: %v %v", did, isNew, err)
 		}

@@ -61,7 +61,7 @@ func TestConcurrentFoldsCountEachDuplicateOnce(t *testing.T) {
 	origs := make([]Delivery, originals)
 	claim := &Claimer{DB: x, FlushEvery: time.Hour}
 	for i := range origs {
-		origs[i] = Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: fmt.Sprintf("d-%d", i), Origin: "webhook", Payload: []byte(`{}`), ReceivedAt: now}
+		origs[i] = testDelivery(tenant, source, fmt.Sprintf("d-%d", i), now)
 		if isNew, _, err := claim.Claim(ctx, origs[i]); err != nil || !isNew {
 			t.Fatalf("claim %d: %v %v", i, isNew, err)
 		}

@@ -37,10 +37,7 @@ func TestHubSpotNameParts(t *testing.T) {
 			events = append(events, kinds.HubSpotEvent(fmt.Sprintf("ev-%d", eventSeq), objectID, "contact.propertyChange", props[i], props[i+1], time.Now()))
 		}
 		body, _ := json.Marshal(events)
-		h, b, err := kinds.SignTo(kinds.HubSpot, nil, s.Secret, "", s.URL, body, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, b := signBody(t, s, "", body, time.Now())
 		if r := send(t, s.URL, h, b); r.Status != 200 || r.Ack.Status != "accepted" {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
@@ -85,10 +82,7 @@ func TestHubSpotNameParts(t *testing.T) {
 		for _, part := range [][2]string{{"firstname", "Ada"}, {"lastname", "Lovelace"}} {
 			body, _ := json.Marshal([]any{kinds.HubSpotEvent(fmt.Sprintf("conc-%d-%s", i, part[0]), fmt.Sprintf("70%d", i),
 				"contact.propertyChange", part[0], part[1], time.Now())})
-			h, b, err := kinds.SignTo(kinds.HubSpot, nil, s.Secret, "", s.URL, body, time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, b := signBody(t, s, "", body, time.Now())
 			wg.Add(1)
 			go func(h http.Header, b []byte) {
 				defer wg.Done()

@@ -51,23 +51,19 @@ func sendAtOnce(t testing.TB, n int, url string, h http.Header, body []byte) []h
 	return results
 }
 
+// send is post as JSON, failing the test on an acknowledgement it cannot
+// read.
 func send(t testing.TB, url string, h http.Header, body []byte) hookResp {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	for k, v := range h {
-		req.Header[k] = v
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("post: %v", err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	out := hookResp{Status: res.StatusCode, Body: b}
-	if res.StatusCode == 200 {
-		if err := json.Unmarshal(b, &out.Ack); err != nil {
-			t.Fatalf("ack %s: %v", b, err)
+	h.Set("Content-Type", "application/json")
+	out := post(t, url, h, body)
+	if out.Status == 200 {
+		if err := json.Unmarshal(out.Body, &out.Ack); err != nil {
+			t.Fatalf("ack %s: %v", out.Body, err)
 		}
 	}
 	return out
@@ -98,7 +94,12 @@ func newSource(t testing.TB, e *apptest.Env, tenantID, slug, kind string) source
 
 func signed(t testing.TB, s source, deliveryID, ref string, f kinds.Lead, now time.Time) (http.Header, []byte) {
 	t.Helper()
-	body := kinds.SampleBody(s.Kind, deliveryID, ref, f, now)
+	return signBody(t, s, deliveryID, kinds.SampleBody(s.Kind, deliveryID, ref, f, now), now)
+}
+
+// signBody signs body as s's sender would at now.
+func signBody(t testing.TB, s source, deliveryID string, body []byte, now time.Time) (http.Header, []byte) {
+	t.Helper()
 	h, b, err := kinds.SignTo(s.Kind, kinds.SampleConfig(s.Kind), s.Secret, deliveryID, s.URL, body, now)
 	if err != nil {
 		t.Fatalf("sign: %v", err)

@@ -12,7 +12,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"leadpipe/internal/apptest"
-	"leadpipe/internal/ids"
 	"leadpipe/internal/jobs"
 	"leadpipe/internal/monitor"
 	"leadpipe/internal/sources"
@@ -48,12 +47,7 @@ func storeDelivery(t *testing.T, e *apptest.Env, s source, deliveryID, ref, emai
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("parse sample: %v %d", err, len(recs))
 	}
-	id := ids.New()
-	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, state)
-		VALUES (?, ?, ?, ?, 'webhook', ?, ?, 'received')`, s.TenantID, s.ID, id, recs[0].DeliveryID, []byte(recs[0].Raw), at.UTC()); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return insertDelivery(t, e, s, recs[0].DeliveryID, []byte(recs[0].Raw), at.UTC(), 0)
 }
 
 // 600 deliveries at the head of a tenant's backlog whose tasks are stuck
@@ -148,17 +142,6 @@ func injectLeadFailure(t *testing.T, e *apptest.Env) (fix func()) {
 	}
 }
 
-type apiDelivery struct {
-	ID          string     `json:"id"`
-	State       string     `json:"state"`
-	ReceivedAt  time.Time  `json:"received_at"`
-	ProcessedAt *time.Time `json:"processed_at"`
-	Attempts    int        `json:"attempts"`
-	LastError   *string    `json:"last_error"`
-	LeadID      *string    `json:"lead_id"`
-	Duplicates  int        `json:"duplicates"`
-}
-
 // A task failing past its retries: the delivery is failed with its error
 // (by the error handler on the last run), the archived task is settled so
 // its TaskID frees, the failure is counted and alerts; after the fix a
@@ -245,7 +228,7 @@ func TestRetriesExhaustedMarksFailedThenReprocess(t *testing.T) {
 
 	// Listed with its error.
 	var list struct {
-		Items []apiDelivery `json:"items"`
+		Items []webhooks.DeliveryItem `json:"items"`
 	}
 	lr := e.Do("GET", "/api/v1/sources/"+s.ID+"/deliveries?state=failed", ten.Token, nil)
 	if lr.Status != 200 {
@@ -299,15 +282,6 @@ func TestRetriesExhaustedMarksFailedThenReprocess(t *testing.T) {
 	}
 }
 
-type previewItem struct {
-	DeliveryID string            `json:"delivery_id"`
-	State      string            `json:"state"`
-	NaturalKey *string           `json:"natural_key"`
-	Fields     map[string]string `json:"fields"`
-	EventTime  *time.Time        `json:"event_time"`
-	Error      *string           `json:"error"`
-}
-
 // A generic source with a wrong natural-key path: its deliveries fail;
 // the preview under the fixed mapping shows the right keys and changes
 // nothing; save + reprocess makes one lead each; again, nothing new;
@@ -337,7 +311,7 @@ func TestGenericWrongPathFixAndReprocess(t *testing.T) {
 		return count(t, e, `SELECT COUNT(*) FROM deliveries WHERE tenant_id = ? AND state = 'failed'`, ten.ID) == n
 	})
 	var list struct {
-		Items []apiDelivery `json:"items"`
+		Items []webhooks.DeliveryItem `json:"items"`
 	}
 	e.Do("GET", "/api/v1/sources/"+src.ID+"/deliveries?state=failed&limit=2", ten.Token, nil).JSON(t, &list)
 	if len(list.Items) != 2 || list.Items[0].LastError == nil || !strings.Contains(*list.Items[0].LastError, "no natural key") {
@@ -346,7 +320,7 @@ func TestGenericWrongPathFixAndReprocess(t *testing.T) {
 
 	// Preview under the fixed mapping: the right keys, nothing changed.
 	var pv struct {
-		Items []previewItem `json:"items"`
+		Items []webhooks.PreviewItem `json:"items"`
 	}
 	pr := e.Do("POST", "/api/v1/sources/"+src.ID+"/preview", ten.Token, map[string]any{"config": json.RawMessage(good), "limit": 20})
 	if pr.Status != 200 {

@@ -15,6 +15,18 @@ import (
 	"leadpipe/internal/webhooks/kinds"
 )
 
+// insertDelivery stores a received delivery of s with dups duplicates
+// counted on it, as a claim would, and returns its id.
+func insertDelivery(t *testing.T, e *apptest.Env, s source, deliveryID string, body []byte, at time.Time, dups int) string {
+	t.Helper()
+	id := ids.New()
+	if _, err := e.App.DB.Exec(`INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
+		VALUES (?, ?, ?, ?, 'webhook', ?, ?, ?)`, s.TenantID, s.ID, id, deliveryID, body, at, dups); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func leadOf(t *testing.T, e *apptest.Env, tenantID, sourceID, ref string) leads.Lead {
 	t.Helper()
 	var l leads.Lead
@@ -161,13 +173,8 @@ func TestDeliveriesOfOneLeadInOneBatchAndAcrossBatches(t *testing.T) {
 		for _, i := range rng.Perm(n) { // stored (received) in shuffled event-time order
 			body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("%s-%02d", ref, i), ref,
 				kinds.Lead{Name: fmt.Sprintf("%s name %02d", ref, i), Email: fmt.Sprintf("%s-%02d@example.com", ref, i)}, base.Add(time.Duration(i)*time.Second))
-			id := ids.New()
 			dups := i % 3
-			if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
-				VALUES (?, ?, ?, ?, 'webhook', ?, ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("%s-%02d", ref, i), body, time.Now().UTC(), dups); err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, id)
+			rows = append(rows, insertDelivery(t, e, s, fmt.Sprintf("%s-%02d", ref, i), body, time.Now().UTC(), dups))
 			sightings += 1 + dups
 		}
 		return rows, sightings
@@ -229,12 +236,7 @@ func TestPoisonDeliveryFailsOnlyItself(t *testing.T) {
 		if i == 3 {
 			body = []byte(`{"type":"contact.created","data":{"email":"no-id@example.com"}}`)
 		}
-		id := ids.New()
-		idList = append(idList, id)
-		if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at)
-			VALUES (?, ?, ?, ?, 'webhook', ?, ?)`, ten.ID, s.ID, id, fmt.Sprintf("p-%d", i), body, now); err != nil {
-			t.Fatal(err)
-		}
+		idList = append(idList, insertDelivery(t, e, s, fmt.Sprintf("p-%d", i), body, now, 0))
 	}
 	// All at once through the task handler: they share batches. A failed
 	// run goes to the final-failure hook, as Asynq's error handler does.
@@ -391,13 +393,8 @@ func TestDeliveryInTwoTasksAtOnceCountsOnce(t *testing.T) {
 	var idList []string
 	for i := 0; i < n; i++ {
 		body := kinds.SampleBody(kinds.Standard, fmt.Sprintf("t-%d", i), fmt.Sprintf("c-%d", i), kinds.Lead{Name: "Twice"}, now)
-		id := ids.New()
-		idList = append(idList, id)
 		// Each delivery has one duplicate counted on it already.
-		if _, err := e.App.DB.ExecContext(ctx, `INSERT INTO deliveries (tenant_id, source_id, id, delivery_id, origin, payload, received_at, dup_count)
-			VALUES (?, ?, ?, ?, 'webhook', ?, ?, 1)`, ten.ID, s.ID, id, fmt.Sprintf("t-%d", i), body, now); err != nil {
-			t.Fatal(err)
-		}
+		idList = append(idList, insertDelivery(t, e, s, fmt.Sprintf("t-%d", i), body, now, 1))
 	}
 	// One batch task naming every delivery twice, another batch task of
 	// all of them, and each one's own task, all at once.

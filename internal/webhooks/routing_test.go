@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,31 +70,25 @@ func TestRoutingCapsAndAwayUnderConcurrentWebhooks(t *testing.T) {
 
 	post := func(prefix string, n int) {
 		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan string, 2*n)
+		var g apptest.Group
 		for i := 0; i < n; i++ {
-			wg.Add(2)
-			go func(i int) {
-				defer wg.Done()
+			g.Go(func() error {
 				h, body := signed(t, s, fmt.Sprintf("%s-dlv-%d", prefix, i), fmt.Sprintf("%s-ref-%d", prefix, i),
 					kinds.Lead{Email: fmt.Sprintf("%s%d@example.com", prefix, i), Name: "P"}, clk.Now())
 				if r := send(t, s.URL, h, body); r.Status != 200 || r.Ack.Status != "accepted" {
-					errs <- fmt.Sprintf("hook %d: %d %s", i, r.Status, r.Body)
+					return fmt.Errorf("hook %d: %d %s", i, r.Status, r.Body)
 				}
-			}(i)
-			go func(i int) {
-				defer wg.Done()
+				return nil
+			})
+			g.Go(func() error {
 				if r := e.Do("POST", "/api/v1/leads", tb.Token, map[string]any{"name": "B", "email": fmt.Sprintf("%sb%d@example.com", prefix, i)},
 					"Idempotency-Key", fmt.Sprintf("%s-%d", prefix, i)); r.Status != 201 {
-					errs <- fmt.Sprintf("api %d: %d %s", i, r.Status, r.Body)
+					return fmt.Errorf("api %d: %d %s", i, r.Status, r.Body)
 				}
-			}(i)
+				return nil
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for m := range errs {
-			t.Fatal(m)
-		}
+		g.Wait(t)
 	}
 	post("d1", 30)
 	apptest.Eventually(t, 30*time.Second, "30 leads", func() bool {
@@ -221,27 +215,23 @@ func TestEscalationOnceWithConcurrentSweeps(t *testing.T) {
 	}
 	// 46 minutes: two workers' sweeps at once, three times each.
 	clk.Set(t0.Add(46 * time.Minute))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
+	var g apptest.Group
+	var total atomic.Int64
 	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for k := 0; k < 3; k++ {
 				n, err := ls.Escalate(ctx, ta.ID)
+				total.Add(int64(n))
 				if err != nil {
-					t.Error(err)
+					return err
 				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if total != 11 {
-		t.Fatalf("sweeps escalated %d leads, want 11", total)
+	g.Wait(t)
+	if total.Load() != 11 {
+		t.Fatalf("sweeps escalated %d leads, want 11", total.Load())
 	}
 	next := map[string]string{ada.ID: bob.ID, bob.ID: cy.ID, cy.ID: ada.ID}
 	after := ownedLeads(t, e, ta.ID)

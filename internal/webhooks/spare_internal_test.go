@@ -25,8 +25,7 @@ func TestADeliveryRowNeverGrows(t *testing.T) {
 	tenant, source := ids.New(), ids.New()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	claim := func(did string) string {
-		d := Delivery{TenantID: tenant, SourceID: source, ID: ids.New(), DeliveryID: did, Origin: "webhook",
-			Payload: []byte(`{"a":1}`), ReceivedAt: now}
+		d := testDelivery(tenant, source, did, now)
 		isNew, orig, err := c.Claim(ctx, d)
 		if err != nil {
 			t.Fatal(err)

@@ -56,8 +56,7 @@ func TestLinkedInPagesThroughLeads(t *testing.T) {
 func TestLinkedInSinceAndErrors(t *testing.T) {
 	leads := fakeapi.MakeLeads(40, "ls", t0, time.Hour)
 	fake := fakeapi.NewLinkedIn(t, "42", leads)
-	var r recorder
-	c := newClient(&r)
+	c, _ := newClient()
 	p, _ := pull.NewPuller(pull.Settings{Kind: "linkedin", BaseURL: fake.URL, AccessToken: "x", FormID: "42", PageSize: 7}, c)
 	recs, _ := fetchAll(t, p, leads[25].Created)
 	if len(recs) != 15 {

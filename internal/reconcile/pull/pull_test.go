@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"leadpipe/internal/apptest/fakesleep"
 	"leadpipe/internal/outbound"
 	"leadpipe/internal/reconcile/fakeapi"
 	"leadpipe/internal/reconcile/pull"
@@ -20,28 +20,17 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// recorder stands in for the real sleep so backoff costs no wall time.
-type recorder struct {
-	mu     sync.Mutex
-	sleeps []time.Duration
-}
-
-func (r *recorder) sleep(ctx context.Context, d time.Duration) error {
-	r.mu.Lock()
-	r.sleeps = append(r.sleeps, d)
-	r.mu.Unlock()
-	return ctx.Err()
-}
-
-func newClient(r *recorder) *outbound.Client {
-	return outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.sleep, ReadTimeout: 2 * time.Second})
+// newClient makes a client whose waits the recorder records.
+func newClient() (*outbound.Client, *fakesleep.Recorder) {
+	r := &fakesleep.Recorder{}
+	return outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.Sleep, ReadTimeout: 2 * time.Second}), r
 }
 
 // newPuller makes the puller of s on a client whose waits r records.
-func newPuller(t *testing.T, s pull.Settings) (pull.Puller, *recorder) {
+func newPuller(t *testing.T, s pull.Settings) (pull.Puller, *fakesleep.Recorder) {
 	t.Helper()
-	r := &recorder{}
-	p, err := pull.NewPuller(s, newClient(r))
+	c, r := newClient()
+	p, err := pull.NewPuller(s, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +136,8 @@ func TestTypeformRetriesThroughFailures(t *testing.T) {
 	if len(page.Records) != 5 || fake.Requests() != 4 {
 		t.Fatalf("got %d records after %d requests", len(page.Records), fake.Requests())
 	}
-	if len(r.sleeps) != 3 || r.sleeps[0] != 2*time.Second {
-		t.Errorf("sleeps %v: want Retry-After 2s honoured first, then two backoffs", r.sleeps)
+	if slept := r.All(); len(slept) != 3 || slept[0] != 2*time.Second {
+		t.Errorf("sleeps %v: want Retry-After 2s honoured first, then two backoffs", slept)
 	}
 }
 
@@ -158,8 +147,8 @@ func TestTypeformErrors(t *testing.T) {
 	p, r := newPuller(t, pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "wrong", FormID: "F"})
 	_, err := p.FetchPage(context.Background(), time.Time{}, "")
 	var se *outbound.StatusError
-	if !errors.As(err, &se) || se.Status != 401 || len(r.sleeps) != 0 {
-		t.Fatalf("got %v (sleeps %v), want a 401 not retried", err, r.sleeps)
+	if slept := r.All(); !errors.As(err, &se) || se.Status != 401 || len(slept) != 0 {
+		t.Fatalf("got %v (sleeps %v), want a 401 not retried", err, slept)
 	}
 }
 
@@ -236,8 +225,8 @@ func TestMetaRetriesThroughFailures(t *testing.T) {
 	fake.FailNext(429, 503, 503)
 	p, r := newPuller(t, pull.Settings{Kind: "meta", BaseURL: fake.URL, AccessToken: "x", FormID: "55"})
 	recs, _ := fetchAll(t, p, time.Time{})
-	if len(recs) != 3 || fake.Requests() != 4 || r.sleeps[0] != 2*time.Second {
-		t.Fatalf("%d records, %d requests, sleeps %v", len(recs), fake.Requests(), r.sleeps)
+	if slept := r.All(); len(recs) != 3 || fake.Requests() != 4 || slept[0] != 2*time.Second {
+		t.Fatalf("%d records, %d requests, sleeps %v", len(recs), fake.Requests(), slept)
 	}
 }
 
@@ -270,8 +259,7 @@ func TestMetaRefusesForeignNext(t *testing.T) {
 func TestFetchMetaLead(t *testing.T) {
 	leads := fakeapi.MakeLeads(3, "44", t0, time.Minute)
 	fake := fakeapi.NewMeta(t, "55", leads)
-	var r recorder
-	c := newClient(&r)
+	c, _ := newClient()
 	raw, err := pull.FetchMetaLead(context.Background(), c, fake.URL, "x", leads[1].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -312,8 +300,8 @@ func TestGenericPagingAndSince(t *testing.T) {
 func TestHangingAPITimesOut(t *testing.T) {
 	fake := fakeapi.NewTypeform(t, "F", fakeapi.MakeLeads(2, "tf", t0, time.Minute))
 	fake.Hang(time.Minute)
-	var r recorder
-	c := outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.sleep, ReadTimeout: 100 * time.Millisecond, MaxAttempts: 2})
+	var r fakesleep.Recorder
+	c := outbound.New(outbound.Options{AllowPrivate: true, Sleep: r.Sleep, ReadTimeout: 100 * time.Millisecond, MaxAttempts: 2})
 	p, _ := pull.NewPuller(pull.Settings{Kind: "typeform", BaseURL: fake.URL, AccessToken: "x", FormID: "F"}, c)
 	start := time.Now()
 	if _, err := p.FetchPage(context.Background(), time.Time{}, ""); err == nil {

@@ -602,19 +602,29 @@ func TestParseErrors(t *testing.T) {
 	for i, c := range cases {
 		k := mustKind(t, c.kind, c.config)
 		recs, err := k.Parse(c.h, []byte(c.body))
-		switch {
-		case c.want == nil && err != nil:
-			t.Errorf("%d %s %.60q: %v", i, c.kind, c.body, err)
-		case c.want != nil && !errors.Is(err, c.want):
-			t.Errorf("%d %s %.60q: err = %v, want %v", i, c.kind, c.body, err, c.want)
-		case err == nil:
-			for _, r := range recs {
-				if r.DeliveryID == "" || !json.Valid(r.Raw) {
-					t.Errorf("%d %s: bad record %+v", i, c.kind, r)
-				}
+		if !wantErr(t, err, c.want, "%d %s %.60q", i, c.kind, c.body) {
+			continue
+		}
+		for _, r := range recs {
+			if r.DeliveryID == "" || !json.Valid(r.Raw) {
+				t.Errorf("%d %s: bad record %+v", i, c.kind, r)
 			}
 		}
 	}
+}
+
+// wantErr reports err, after the case named by format and args, unless
+// it is the error the case wants (nil: none), and says whether there is a
+// result to check: no error was wanted or got.
+func wantErr(t testing.TB, err, want error, format string, args ...any) bool {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Errorf(format+": %v", append(args, err)...)
+	case want != nil && !errors.Is(err, want):
+		t.Errorf(format+": err = %v, want %v", append(args, err, want)...)
+	}
+	return want == nil && err == nil
 }
 
 func TestMapErrors(t *testing.T) {
@@ -653,17 +663,13 @@ func TestMapErrors(t *testing.T) {
 	}
 	for i, c := range cases {
 		lead, err := mustKind(t, c.kind, c.config).Map(json.RawMessage(c.raw))
-		switch {
-		case c.want == nil && err != nil:
-			t.Errorf("%d %s %q: %v", i, c.kind, c.raw, err)
-		case c.want != nil && !errors.Is(err, c.want):
-			t.Errorf("%d %s %q: err = %v, want %v", i, c.kind, c.raw, err, c.want)
-		case err == nil:
-			if lead.SourceRef == "" {
-				t.Errorf("%d: empty SourceRef", i)
-			}
-			checkStorable(t, lead.Payload)
+		if !wantErr(t, err, c.want, "%d %s %q", i, c.kind, c.raw) {
+			continue
 		}
+		if lead.SourceRef == "" {
+			t.Errorf("%d: empty SourceRef", i)
+		}
+		checkStorable(t, lead.Payload)
 	}
 }
 
