@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"leadpipe/internal/loadgen"
 	"leadpipe/internal/webhooks/kinds"
 )
 
@@ -109,7 +110,7 @@ func (f *feed) sign(i int, now time.Time) (*request, error) {
 		return nil, err
 	}
 	h.Set("Content-Type", "application/json")
-	return &request{n: n, h: h, body: b, wire: serialise(f.host, f.path, h, b), signedAt: now}, nil
+	return &request{n: n, h: h, body: b, wire: loadgen.Request(f.host, f.path, h, b), signedAt: now}, nil
 }
 
 // estimate is how many requests a phase of d may need: its own best rate so
@@ -132,7 +133,7 @@ func estimate(own, anyPhase float64, d time.Duration) int {
 func (r *request) asHealthz(path string) *request {
 	line := "POST " + path + " "
 	if !bytes.HasPrefix(r.wire, []byte(line)) {
-		panic("benchingest: a request line not from serialise")
+		panic("benchingest: a request line not from loadgen.Request")
 	}
 	wire := append([]byte("GET /healthz "), r.wire[len(line):]...)
 	return &request{n: r.n, h: r.h, body: r.body, wire: wire, signedAt: r.signedAt}

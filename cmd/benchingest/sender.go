@@ -26,10 +26,6 @@ func dialSender(addr string, useNetHTTP bool, url string) (*sender, error) {
 	return &sender{conn: c}, nil
 }
 
-func serialise(host, path string, h http.Header, body []byte) []byte {
-	return loadgen.Request(host, path, h, body)
-}
-
 func (s *sender) send(wire []byte, h http.Header, body []byte) (int, []byte, error) {
 	if s.client != nil {
 		r, _ := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
