@@ -31,4 +31,6 @@ go vet ./...
 # A short private TMPDIR under /tmp, whatever the caller's TMPDIR: Chromium
 # refuses a user-data-dir whose socket path grows past 107 bytes.
 export TMPDIR="$(mktemp -d /tmp/lpt.XXXXXX)"
+# Chromium was installed above: a browser test must not skip quietly.
+export LEADPIPE_REQUIRE_CHROMIUM=1
 exec go test -race -count=1 -timeout 30m "$@" ./...

@@ -37,12 +37,20 @@ func chromiumPath() string {
 	return ""
 }
 
-// requireChromium skips the test when there is no Chromium.
-func requireChromium(t *testing.T) {
+// requireChromium returns Chromium's path, or skips the test when there
+// is none. scripts/test.sh sets LEADPIPE_REQUIRE_CHROMIUM=1 so that a
+// missing Chromium fails the suite there instead of skipping quietly.
+func requireChromium(t *testing.T) string {
 	t.Helper()
-	if chromiumPath() == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
+	p := chromiumPath()
+	if p == "" {
+		const why = "no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM)"
+		if os.Getenv("LEADPIPE_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal(why + ", and LEADPIPE_REQUIRE_CHROMIUM=1 forbids skipping the browser tests")
+		}
+		t.Skip(why + ": skipping the browser tests")
 	}
+	return p
 }
 
 // browserApp skips the test when there is no Chromium, else starts the
@@ -109,10 +117,7 @@ func evaluateEachMinute(t *testing.T, mon *monitor.Service, from, to time.Time) 
 // with newTab gets its own browser context (cookie jar).
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no Chromium binary found (apt-get install chromium, or set LEADPIPE_CHROMIUM): skipping the browser tests")
-	}
+	bin := requireChromium(t)
 	// Chromium leaves an org.chromium.Chromium.* folder in TMPDIR per run,
 	// and refuses a SingletonSocket path past 107 bytes: t.TempDir() holds
 	// the test's name, so a long name failed to start the browser. A short
