@@ -8,6 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"leadpipe/internal/audit"
 	"leadpipe/internal/db"
@@ -279,8 +280,10 @@ func (a *App) metricsHandler(rec *monitor.Recorder) http.Handler {
 			a.Log.Warn("closing the metrics' queue inspector", "err", err) // at exit: nothing depends on it
 		}
 	})
+	const timeout = 2 * time.Second // per scrape, for MySQL and Redis each
 	return monitor.NewMetricsHandler(monitor.MetricsOptions{Recorder: rec, DB: a.DB, Queues: insp,
-		QueueSet: []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueLow}, Log: a.Log})
+		QueueSet: []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueLow}, Log: a.Log, Timeout: timeout,
+		Extra: []prometheus.Collector{webhooks.NewDupLogCollector(a.DB, timeout, a.Log)}})
 }
 
 // operatorRoutes mounts the Asynq dashboard for the platform operator

@@ -47,6 +47,7 @@ var tenantKeyExceptions = map[string]string{
 	"internal/tenants.tenantIDsAfter":       "tenants.ForEach, the one iterator of periodic work over every tenant (reconcile tick, purges, alert evaluation, the delivery sweeper)",
 	"internal/monitor.openAlertsAllTenants": "the /metrics gauge of open alerts across tenants (a scatter query under Vitess)",
 	"internal/webhooks.loggedTenants":       "the worker's fold of the duplicate log finds the tenants with counts to fold (a scatter query under Vitess); each fold then works within one tenant",
+	"internal/webhooks.dupLogBacklog":       "the /metrics gauges of the duplicate log's backlog across tenants (a scatter query under Vitess)",
 	// Not tenant data: the installation itself.
 	"internal/db.InstallationID":   "the one-row installation table: which installation this database is, claimed in Redis at start (unsharded, like tenants)",
 	"internal/db.takeMigrateLease": "the one-row migration lease: schema changes are per installation, not per tenant (unsharded, like goose_db_version)",
