@@ -16,7 +16,7 @@ require (
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/pressly/goose/v3 v3.30.1
 	github.com/prometheus/client_golang v1.25.0
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.21.0 // not v9.23+: its weak.Pointer[Client] makes every package that sees Asynq's types compile the client's 1,473 method wrappers again (docs/BENCHMARKS.md, "Start-up")
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v82 v82.5.1
